@@ -1,0 +1,30 @@
+"""lpmech: optimal privacy mechanisms as LP/convex optimisation models, solved and certified.
+
+The flow is instance → model → solve → certified mechanism::
+
+    import lpmech
+    inst = lpmech.instance.grid(5, 5, cell=1.0)
+    res = lpmech.models.omg.solve(inst, epsilon=1.0)
+    res.mechanism.matrix, res.objective, res.bound, res.gap, res.certificate.realized_epsilon
+"""
+
+from . import certificate, errors, instance, mechanism
+from .errors import (
+    CertificationError,
+    InfeasibleError,
+    InputError,
+    LpmechError,
+    SolverError,
+    TimeLimitError,
+)
+from .mechanism import Mechanism
+from .models import baselines, omg
+from .solvers.result import Result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CertificationError", "InfeasibleError", "InputError", "LpmechError", "Mechanism", "Result",
+    "SolverError", "TimeLimitError", "baselines", "certificate", "errors", "instance",
+    "mechanism", "omg",
+]

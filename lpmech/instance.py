@@ -1,0 +1,490 @@
+"""Problem instances: a finite domain with its metric, prior, loss and Geo-Ind neighbour threshold.
+
+Every check of bad input lives here. An :class:`Instance` is immutable and always valid: the
+builders (:func:`grid`, :func:`points`, :func:`latlon`, :func:`from_graph`, :func:`from_matrix`,
+:func:`line`) and the file readers (:func:`read_distances`, :func:`read_points`, :func:`read_edges`)
+validate what they are given and raise :class:`~lpmech.errors.InputError` with a message that says
+what is wrong and what to do.
+
+Notation follows seed 002 §1: K locations v_1..v_K, metric d (the Geo-Ind distance), prior p over the
+real locations, loss L[i, k] of reporting v_k when the real location is v_i (the OMG objective (4)
+is Σ_i p_i Σ_k L[i, k] z[i, k]), and neighbour threshold γ of (ε, γ)-Geo-Ind (Def. 2.1).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from .errors import InputError
+
+EARTH_RADIUS_KM = 6371.0088  # IUGG mean Earth radius, used by the Haversine metric
+METRIC_TOL = 1e-9  # relative tolerance of the metric checks (scaled by the largest distance)
+PRIOR_TOL = 1e-6  # a prior may miss 1 by this much; it is then renormalised exactly
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Instance:
+    """A validated problem instance. Build it with the module's builders, not directly.
+
+    Attributes:
+        metric: K×K distance matrix d (the privacy metric of Geo-Ind / d-privacy).
+        prior: length-K prior p over the real locations (sums to 1).
+        loss: K×K loss (cost) matrix L[i, k]; defaults to the metric.
+        gamma: neighbour threshold γ > 0 of (ε, γ)-Geo-Ind; ``inf`` is classical Geo-Ind.
+        coords: K×2 coordinates where the domain has them ((x, y), or (lat, lon) for Haversine).
+        kind: how the instance was built: grid, points, latlon, graph, matrix or line.
+        unit: the distance unit (ε is per unit).
+        shape: (width, height) of a grid instance.
+        cell: cell size of a grid or line instance.
+        labels: node labels of a graph instance, in matrix order.
+        is_metric: whether the triangle inequality was checked (False only with ``allow_nonmetric``).
+    """
+
+    metric: np.ndarray
+    prior: np.ndarray
+    loss: np.ndarray
+    gamma: float = math.inf
+    coords: np.ndarray | None = None
+    kind: str = "matrix"
+    unit: str = ""
+    shape: tuple[int, int] | None = None
+    cell: float | None = None
+    labels: tuple | None = None
+    is_metric: bool = True
+
+    @property
+    def K(self) -> int:
+        """Number of locations."""
+        return self.metric.shape[0]
+
+    def with_prior(self, prior) -> Instance:
+        """A copy with another prior: ``"uniform"``, or a probability vector summing to 1."""
+        return dataclasses.replace(self, prior=make_prior(prior, self.K))
+
+    def with_counts(self, counts) -> Instance:
+        """A copy whose prior is proportional to non-negative ``counts``."""
+        return dataclasses.replace(self, prior=prior_from_counts(counts, self.K))
+
+    def with_loss(self, loss) -> Instance:
+        """A copy with another K×K loss matrix."""
+        return dataclasses.replace(self, loss=_check_loss(loss, self.K))
+
+    def with_gamma(self, gamma: float) -> Instance:
+        """A copy with another neighbour threshold γ."""
+        return dataclasses.replace(self, gamma=_check_gamma(gamma))
+
+    def neighbours(self) -> np.ndarray:
+        """Boolean K×K mask of ordered neighbour pairs (i ≠ j and d_ij ≤ γ), Def. 2.1."""
+        mask = self.metric <= self.gamma
+        np.fill_diagonal(mask, False)
+        return mask
+
+    def describe(self) -> str:
+        """One line naming the instance, for logs and the CLI."""
+        extra = f" {self.shape[0]}x{self.shape[1]} cell={self.cell:g}" if self.shape else ""
+        return f"{self.kind}{extra} K={self.K} gamma={self.gamma:g} unit={self.unit or '-'}"
+
+
+# ----------------------------------------------------------------------------------------- checks
+
+
+def _as_float_array(x, name: str) -> np.ndarray:
+    try:
+        a = np.array(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric: {exc}") from None
+    return a
+
+
+def validate_metric(
+    d, *, check_triangle: bool = True, tol: float = METRIC_TOL, name: str = "distance matrix"
+) -> np.ndarray:
+    """Check that ``d`` is a metric on K ≥ 1 points and return it as a read-only float array.
+
+    Checks: square 2-D, not empty, finite, non-negative, zero diagonal, symmetric and (unless
+    ``check_triangle`` is False) the triangle inequality d_ij ≤ d_ik + d_kj, all up to
+    ``tol`` × the largest distance. Zero off-diagonal distances (a pseudometric) are allowed.
+    """
+    d = _as_float_array(d, name)
+    if d.ndim != 2 or d.shape[0] != d.shape[1]:
+        raise InputError(f"{name} must be square, got shape {d.shape}")
+    if d.shape[0] == 0:
+        raise InputError(f"{name} is empty: a domain needs at least one location")
+    bad = np.argwhere(~np.isfinite(d))
+    if bad.size:
+        i, j = bad[0]
+        raise InputError(f"{name} has a non-finite entry {d[i, j]} at ({i}, {j}); "
+                         "every distance must be a finite number")
+    if (d < 0).any():
+        i, j = np.argwhere(d < 0)[0]
+        raise InputError(f"{name} has a negative entry {d[i, j]:g} at ({i}, {j})")
+    scale = max(float(d.max()), 1e-300)
+    atol = tol * scale
+    diag = np.abs(np.diag(d))
+    if (diag > atol).any():
+        i = int(np.argmax(diag))
+        raise InputError(f"{name} must have a zero diagonal, but d[{i}, {i}] = {d[i, i]:g}")
+    asym = np.abs(d - d.T)
+    if (asym > atol).any():
+        i, j = np.unravel_index(int(np.argmax(asym)), d.shape)
+        raise InputError(f"{name} is not symmetric: d[{i}, {j}] = {d[i, j]:g} but "
+                         f"d[{j}, {i}] = {d[j, i]:g}")
+    d = 0.5 * (d + d.T)
+    np.fill_diagonal(d, 0.0)
+    if check_triangle:
+        _check_triangle(d, atol, name)
+    d.setflags(write=False)
+    return d
+
+
+def _check_triangle(d: np.ndarray, atol: float, name: str) -> None:
+    """Triangle inequality d_ij ≤ d_ik + d_kj for all i, j, k; O(K³) time, O(K²) memory."""
+    for k in range(d.shape[0]):
+        excess = d - (d[:, k, None] + d[None, k, :])
+        if excess.max() > atol:
+            i, j = np.unravel_index(int(np.argmax(excess)), d.shape)
+            raise InputError(
+                f"{name} violates the triangle inequality: d[{i}, {j}] = {d[i, j]:g} > "
+                f"d[{i}, {k}] + d[{k}, {j}] = {d[i, k] + d[k, j]:g}; fix the distances, or pass "
+                "allow_nonmetric=True if your model accepts a non-metric")
+
+
+def make_prior(prior, K: int) -> np.ndarray:
+    """Validate a prior over K locations: ``None``/``"uniform"`` or a vector summing to 1."""
+    if prior is None or (isinstance(prior, str) and prior == "uniform"):
+        p = np.full(K, 1.0 / K)
+    elif isinstance(prior, str):
+        raise InputError(f"unknown prior {prior!r}: give 'uniform' or a probability vector")
+    else:
+        p = _as_float_array(prior, "prior")
+        if p.shape != (K,):
+            raise InputError(f"prior has shape {p.shape}, but the domain has K = {K} locations")
+        if not np.isfinite(p).all():
+            raise InputError("prior has a non-finite entry")
+        if (p < 0).any():
+            raise InputError(f"prior has a negative entry {p.min():g} at index {int(np.argmin(p))}")
+        s = p.sum()
+        if abs(s - 1.0) > PRIOR_TOL:
+            raise InputError(f"prior sums to {s:.9g}, not 1; normalise it, or pass it as counts "
+                             "(Instance.with_counts / --prior counts:FILE)")
+        p = p / s
+    p.setflags(write=False)
+    return p
+
+
+def prior_from_counts(counts, K: int) -> np.ndarray:
+    """A prior proportional to non-negative, finite ``counts`` (not all zero)."""
+    c = _as_float_array(counts, "counts")
+    if c.shape != (K,):
+        raise InputError(f"counts have shape {c.shape}, but the domain has K = {K} locations")
+    if not np.isfinite(c).all() or (c < 0).any():
+        raise InputError("counts must be finite and non-negative")
+    if c.sum() <= 0:
+        raise InputError("counts are all zero: a prior needs some mass")
+    return make_prior(c / c.sum(), K)
+
+
+def _check_loss(loss, K: int) -> np.ndarray:
+    L = _as_float_array(loss, "loss matrix")
+    if L.shape != (K, K):
+        raise InputError(f"loss matrix has shape {L.shape}, but the domain needs ({K}, {K})")
+    if not np.isfinite(L).all():
+        raise InputError("loss matrix has a non-finite entry")
+    L.setflags(write=False)
+    return L
+
+
+def _check_gamma(gamma) -> float:
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError):
+        raise InputError(f"gamma must be a number, got {gamma!r}") from None
+    if math.isnan(g) or g <= 0:
+        raise InputError(f"gamma (the Geo-Ind neighbour threshold) must be > 0, got {gamma!r}")
+    return g
+
+
+def _finish(d, *, kind, prior=None, loss=None, gamma=math.inf, check_triangle=True, **fields):
+    """Validate the parts and assemble an Instance; every builder ends here."""
+    d = validate_metric(d, check_triangle=check_triangle)
+    K = d.shape[0]
+    return Instance(metric=d, prior=make_prior(prior, K),
+                    loss=d if loss is None else _check_loss(loss, K), gamma=_check_gamma(gamma),
+                    kind=kind, is_metric=check_triangle, **fields)
+
+
+# --------------------------------------------------------------------------------------- builders
+
+
+def _check_positive(x, name: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {x!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise InputError(f"{name} must be a positive finite number, got {x!r}")
+    return v
+
+
+def grid(width: int, height: int, cell: float = 1.0, *, unit: str = "km",
+         metric: str = "euclidean", prior=None, loss=None, gamma: float = math.inf) -> Instance:
+    """A W×H grid of cell centres, ``cell`` units apart, numbered row-major (index = row·W + col).
+
+    ``metric`` is ``"euclidean"`` (default) or ``"manhattan"``.
+    """
+    if int(width) != width or int(height) != height or width < 1 or height < 1:
+        raise InputError(f"grid size must be positive integers, got {width}x{height}")
+    cell = _check_positive(cell, "cell size")
+    cols, rows = np.meshgrid(np.arange(width), np.arange(height))
+    xy = np.column_stack([cols.ravel(), rows.ravel()]).astype(float) * cell
+    if metric == "euclidean":
+        d = _euclidean(xy)
+    elif metric == "manhattan":
+        d = np.abs(xy[:, None, :] - xy[None, :, :]).sum(-1)
+    else:
+        raise InputError(f"unknown grid metric {metric!r}: use 'euclidean' or 'manhattan'")
+    return _finish(d, kind="grid", prior=prior, loss=loss, gamma=gamma, check_triangle=False,
+                   coords=_frozen(xy), unit=unit, shape=(int(width), int(height)), cell=cell)
+
+
+def line(m: int, cell: float = 1.0, *, unit: str = "", prior=None, loss=None,
+         gamma: float = math.inf) -> Instance:
+    """The 1-D domain {1, ..., m} with distance cell·|i − j|."""
+    if int(m) != m or m < 1:
+        raise InputError(f"a line needs m ≥ 1 points, got {m}")
+    cell = _check_positive(cell, "cell size")
+    x = np.arange(1, int(m) + 1, dtype=float) * cell
+    d = np.abs(x[:, None] - x[None, :])
+    return _finish(d, kind="line", prior=prior, loss=loss, gamma=gamma, check_triangle=False,
+                   coords=_frozen(np.column_stack([x, np.zeros_like(x)])), unit=unit, cell=cell)
+
+
+def points(coords, *, metric: str = "euclidean", unit: str | None = None, prior=None, loss=None,
+           gamma: float = math.inf) -> Instance:
+    """Planar points (``metric="euclidean"``) or (lat, lon) in degrees (``metric="haversine"``, km)."""
+    xy = _as_float_array(coords, "coordinates")
+    if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] == 0:
+        raise InputError(f"coordinates must be a non-empty N×2 array, got shape {xy.shape}")
+    if not np.isfinite(xy).all():
+        raise InputError("coordinates have a non-finite entry")
+    if metric == "euclidean":
+        d, kind, default_unit = _euclidean(xy), "points", ""
+    elif metric == "haversine":
+        if (np.abs(xy[:, 0]) > 90).any() or (np.abs(xy[:, 1]) > 180).any():
+            raise InputError("latitude must lie in [-90, 90] and longitude in [-180, 180] "
+                             "(columns are lat, lon in degrees)")
+        d, kind, default_unit = haversine(xy), "latlon", "km"
+    else:
+        raise InputError(f"unknown point metric {metric!r}: use 'euclidean' or 'haversine'")
+    return _finish(d, kind=kind, prior=prior, loss=loss, gamma=gamma, check_triangle=False,
+                   coords=_frozen(xy), unit=default_unit if unit is None else unit)
+
+
+def latlon(coords, **kwargs) -> Instance:
+    """(lat, lon) points in degrees with the Haversine distance in km."""
+    return points(coords, metric="haversine", **kwargs)
+
+
+def from_graph(graph: nx.Graph, *, weight: str = "weight", unit: str = "", prior=None, loss=None,
+               gamma: float = math.inf) -> Instance:
+    """The shortest-path metric of a connected, undirected networkx graph on edge ``weight``.
+
+    Edges without the attribute count 1. Node order is ``sorted(graph.nodes)`` when the labels
+    sort, else insertion order; it is kept in ``Instance.labels``.
+    """
+    if graph.is_directed():
+        raise InputError("the graph must be undirected (a metric is symmetric)")
+    if graph.number_of_nodes() == 0:
+        raise InputError("the graph has no nodes")
+    for u, v, w in graph.edges(data=weight, default=1.0):
+        try:
+            wf = float(w)
+        except (TypeError, ValueError):
+            raise InputError(f"edge ({u}, {v}) has a non-numeric {weight!r}: {w!r}") from None
+        if not math.isfinite(wf) or wf < 0:
+            raise InputError(f"edge ({u}, {v}) has weight {w!r}; weights must be finite and ≥ 0")
+    try:
+        nodes = sorted(graph.nodes)
+    except TypeError:
+        nodes = list(graph.nodes)
+    if not nx.is_connected(graph):
+        parts = nx.number_connected_components(graph)
+        raise InputError(f"the graph has {parts} connected components; the shortest-path metric "
+                         "needs a connected graph")
+    d = nx.floyd_warshall_numpy(graph, nodelist=nodes, weight=weight)
+    return _finish(d, kind="graph", prior=prior, loss=loss, gamma=gamma, check_triangle=False,
+                   unit=unit, labels=tuple(nodes))
+
+
+def from_matrix(distances, *, allow_nonmetric: bool = False, unit: str = "", prior=None,
+                loss=None, gamma: float = math.inf) -> Instance:
+    """A user-given K×K distance matrix, checked to be a metric.
+
+    ``allow_nonmetric=True`` skips only the triangle inequality (for models that accept a
+    non-metric); squareness, symmetry, zero diagonal, finiteness and non-negativity are always
+    checked.
+    """
+    return _finish(distances, kind="matrix", prior=prior, loss=loss, gamma=gamma,
+                   check_triangle=not allow_nonmetric, unit=unit)
+
+
+def travel_cost_loss(travel_cost, targets=None) -> np.ndarray:
+    """Loss of seed 002 eq. (5) without p_i: L[i, k] = Σ_l q_l |tc(v_i, v_l) − tc(v_k, v_l)|.
+
+    ``travel_cost`` is the K×K travel cost (need not be symmetric); ``targets`` the target prior q
+    (uniform by default).
+    """
+    tc = _as_float_array(travel_cost, "travel cost")
+    if tc.ndim != 2 or tc.shape[0] != tc.shape[1] or not np.isfinite(tc).all():
+        raise InputError("travel cost must be a finite square matrix")
+    q = make_prior(targets, tc.shape[0])
+    L = np.zeros_like(tc)
+    for ll in np.flatnonzero(q):
+        L += q[ll] * np.abs(tc[:, ll, None] - tc[None, :, ll])
+    return L
+
+
+# ------------------------------------------------------------------------------------- distances
+
+
+def _euclidean(xy: np.ndarray) -> np.ndarray:
+    diff = xy[:, None, :] - xy[None, :, :]
+    return np.sqrt((diff**2).sum(-1))
+
+
+def haversine(latlon_deg: np.ndarray) -> np.ndarray:
+    """Great-circle distances (km) between (lat, lon) points given in degrees."""
+    lat, lon = np.radians(latlon_deg[:, 0]), np.radians(latlon_deg[:, 1])
+    dlat = lat[:, None] - lat[None, :]
+    dlon = lon[:, None] - lon[None, :]
+    a = np.sin(dlat / 2) ** 2 + np.cos(lat)[:, None] * np.cos(lat)[None, :] * np.sin(dlon / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=float)
+    a.setflags(write=False)
+    return a
+
+
+# ------------------------------------------------------------------------------------------ files
+
+
+def _existing(path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"no such file: {p}")
+    return p
+
+
+def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance:
+    """A distance matrix from ``.npy`` or ``.npz``.
+
+    In an ``.npz`` the matrix is the array named ``distances`` (or ``metric``, or the only array);
+    arrays named ``prior`` and ``loss`` are used too unless given in ``kwargs``.
+    """
+    p = _existing(path)
+    try:
+        if p.suffix == ".npy":
+            d, extra = np.load(p, allow_pickle=False), {}
+        elif p.suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+            key = next((k for k in ("distances", "metric") if k in arrays), None)
+            if key is None and len(arrays) == 1:
+                key = next(iter(arrays))
+            if key is None:
+                raise InputError(f"{p} has no array named 'distances' (found {sorted(arrays)})")
+            d = arrays[key]
+            extra = {k: arrays[k] for k in ("prior", "loss") if k in arrays}
+        else:
+            raise InputError(f"{p}: distance matrices are read from .npy or .npz files")
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"cannot read {p}: {exc}") from None
+    return from_matrix(d, allow_nonmetric=allow_nonmetric, **{**extra, **kwargs})
+
+
+def _read_csv_rows(p: Path) -> tuple[list[str] | None, list[list[str]]]:
+    """Rows of a CSV file, with its header when the first row is not all numbers."""
+    try:
+        with p.open(newline="") as f:
+            rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {p}: {exc}") from None
+    if not rows:
+        raise InputError(f"{p} is empty")
+    header = None
+    try:
+        [float(c) for c in rows[0]]
+    except ValueError:
+        header, rows = [c.strip().lower() for c in rows[0]], rows[1:]
+    if not rows:
+        raise InputError(f"{p} has a header but no data rows")
+    return header, rows
+
+
+def _column(header: list[str] | None, names: tuple[str, ...], default: int) -> int:
+    if header is not None:
+        for n in names:
+            if n in header:
+                return header.index(n)
+    return default
+
+
+def read_points(path, *, latlon: bool = False, **kwargs) -> Instance:
+    """Points from a CSV: columns ``x,y`` (or ``lat,lon`` with ``latlon=True``), header optional.
+
+    Without a recognised header the first two columns are used.
+    """
+    p = _existing(path)
+    header, rows = _read_csv_rows(p)
+    if latlon:
+        cx = _column(header, ("lat", "latitude", "y"), 0)
+        cy = _column(header, ("lon", "lng", "longitude", "x"), 1)
+    else:
+        cx, cy = _column(header, ("x",), 0), _column(header, ("y",), 1)
+    xy = []
+    for n, r in enumerate(rows, start=2 if header else 1):
+        try:
+            xy.append((float(r[cx]), float(r[cy])))
+        except (ValueError, IndexError):
+            raise InputError(f"{p}, line {n}: expected two numeric columns, got {r}") from None
+    return points(np.array(xy), metric="haversine" if latlon else "euclidean", **kwargs)
+
+
+def read_edges(path, **kwargs) -> Instance:
+    """A graph metric from a CSV edge list ``u,v,weight`` (header optional; a header may name the
+    weight ``weight``, ``length``, ``distance`` or ``cost``). Missing weights count 1."""
+    p = _existing(path)
+    header, rows = _read_csv_rows(p)
+    cu, cv = _column(header, ("u", "source", "from"), 0), _column(header, ("v", "target", "to"), 1)
+    cw = _column(header, ("weight", "length", "distance", "cost"), 2)
+    g = nx.Graph()
+    for n, r in enumerate(rows, start=2 if header else 1):
+        if len(r) < 2:
+            raise InputError(f"{p}, line {n}: an edge needs two endpoints, got {r}")
+        try:
+            w = float(r[cw]) if cw < len(r) and r[cw].strip() else 1.0
+        except ValueError:
+            raise InputError(f"{p}, line {n}: weight {r[cw]!r} is not a number") from None
+        u, v = (_label(r[cu]), _label(r[cv]))
+        if g.has_edge(u, v):
+            w = min(w, g[u][v]["weight"])
+        g.add_edge(u, v, weight=w)
+    return from_graph(g, weight="weight", **kwargs)
+
+
+def _label(s: str):
+    s = s.strip()
+    try:
+        return int(s)
+    except ValueError:
+        return s

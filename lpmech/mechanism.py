@@ -1,0 +1,268 @@
+"""Mechanisms (row-stochastic matrices) and their privacy certifiers.
+
+A :class:`Mechanism` is a validated K×n matrix Z with Z[i, k] = Pr[report k | true i] (seed 002 §1).
+The certifiers compute what the matrix *really* satisfies:
+
+* :func:`realized_epsilon`: the smallest ε for which Z is (ε, γ)-Geo-Ind (seed 002 Def. 2.1, eq. (1)),
+  i.e. Z[i, k] ≤ e^{ε d_ij} Z[j, k] for every neighbour pair d_ij ≤ γ and every output k. With
+  γ = ∞ this is d-privacy (metric LDP); with d ≡ 1 off the diagonal it is ε-LDP (:func:`ldp_epsilon`).
+* :func:`certify`: the realised ε, the worst violation max(Z[i,k] − e^{ε d_ij} Z[j,k]) at a target ε,
+  and the Geo-Ind violation ratio (32) and magnitude (33) of seed 002 §5.1.3.
+
+Solver output goes through :func:`clean` (clip solver noise, repair tiny Geo-Ind violations, renormalise)
+before it is certified; see DESIGN "Numerics".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy.sparse.csgraph import shortest_path
+
+from .errors import CertificationError, InputError
+
+ROW_TOL = 1e-9  # rows of a Mechanism sum to 1 within this
+EPS_RTOL = 1e-6  # a mechanism is accepted when realised ε ≤ target·(1 + EPS_RTOL)
+_CHUNK = 1 << 22  # elements per block in the O(K²·n) certifier loops
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyCertificate:
+    """What a mechanism was checked to satisfy.
+
+    Attributes:
+        notion: ``"geo-ind"`` ((ε, γ)-Geo-Ind / d-privacy when γ = ∞) or ``"ldp"``.
+        realized_epsilon: the smallest ε the matrix satisfies (``inf`` if none).
+        target_epsilon: the ε it was built for (``None`` when only measured).
+        gamma: the neighbour threshold γ of the check.
+        worst_violation: max over constraints of Z[i,k] − e^{ε d_ij} Z[j,k] at the target (≤ 0 is fine).
+        violation_ratio: eq. (32), the fraction of (pair, output) constraints violated by more than
+            ``tol`` at the target.
+        violation_magnitude: eq. (33), the mean violation over the violated constraints (0 if none).
+        n_constraints: the number of (ordered pair, output) constraints checked.
+        satisfied: realised ε ≤ target·(1 + rtol).
+    """
+
+    notion: str
+    realized_epsilon: float
+    target_epsilon: float | None
+    gamma: float
+    worst_violation: float
+    violation_ratio: float
+    violation_magnitude: float
+    n_constraints: int
+    satisfied: bool
+    rtol: float = EPS_RTOL
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Mechanism:
+    """A validated row-stochastic matrix, with the certificate it was issued with (if any).
+
+    Args:
+        matrix: K×n array with non-negative entries and rows summing to 1 within ``ROW_TOL``.
+        name: a label for reports.
+        certificate: the :class:`PrivacyCertificate` of the matrix.
+    """
+
+    def __init__(self, matrix, *, name: str = "", certificate: PrivacyCertificate | None = None):
+        z = np.array(matrix, dtype=float)
+        if z.ndim != 2 or 0 in z.shape:
+            raise InputError(f"a mechanism is a non-empty 2-D matrix, got shape {z.shape}")
+        if not np.isfinite(z).all():
+            raise InputError("mechanism matrix has a non-finite entry")
+        if (z < 0).any():
+            i, k = np.argwhere(z < 0)[0]
+            raise InputError(f"mechanism entry ({i}, {k}) is negative ({z[i, k]:g}); "
+                             "use lpmech.mechanism.clean() on raw solver output")
+        err = np.abs(z.sum(axis=1) - 1.0)
+        if err.max() > ROW_TOL:
+            i = int(np.argmax(err))
+            raise InputError(f"mechanism row {i} sums to {z[i].sum():.12g}, not 1")
+        z.setflags(write=False)
+        self.matrix = z
+        self.name = name
+        self.certificate = certificate
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape
+
+    def __repr__(self) -> str:
+        eps = self.certificate.realized_epsilon if self.certificate else None
+        return f"Mechanism({self.name!r}, shape={self.shape}, realized_epsilon={eps})"
+
+    def sample(self, true_index, rng: np.random.Generator) -> np.ndarray | int:
+        """Report(s) for true location index/indices, drawn with the explicit ``rng``."""
+        if not isinstance(rng, np.random.Generator):
+            raise InputError("sample() needs an explicit numpy.random.Generator "
+                             "(numpy.random.default_rng(seed))")
+        idx = np.asarray(true_index)
+        if idx.dtype.kind not in "iu" or (idx < 0).any() or (idx >= self.shape[0]).any():
+            raise InputError(f"true indices must be integers in [0, {self.shape[0]})")
+        cdf = np.cumsum(self.matrix[idx.ravel()], axis=1)
+        u = rng.random(idx.size) * cdf[:, -1]
+        out = (cdf < u[:, None]).sum(axis=1).reshape(idx.shape)
+        return int(out) if out.ndim == 0 else out
+
+    def expected_loss(self, prior, loss) -> float:
+        """Σ_i p_i Σ_k L[i, k] Z[i, k]: the expected loss under ``prior`` (seed 002 eq. (4))."""
+        p, L = np.asarray(prior, float), np.asarray(loss, float)
+        if p.shape != (self.shape[0],) or L.shape != self.shape:
+            raise InputError(f"prior {p.shape} / loss {L.shape} do not fit a {self.shape} mechanism")
+        return float(p @ (L * self.matrix).sum(axis=1))
+
+    def certify(self, metric, epsilon: float, gamma: float = math.inf, **kw) -> PrivacyCertificate:
+        """Certify this matrix under (ε, γ)-Geo-Ind for ``metric``; see :func:`certify`."""
+        return certify(self.matrix, metric, epsilon, gamma, **kw)
+
+    def with_certificate(self, cert: PrivacyCertificate) -> Mechanism:
+        return Mechanism(self.matrix, name=self.name, certificate=cert)
+
+
+# ---------------------------------------------------------------------------------- certifiers
+
+
+def _pairs_blocks(d: np.ndarray, gamma: float):
+    """Yield (rows, mask) blocks: rows of the matrix and their neighbour masks d_ij ≤ γ, i ≠ j."""
+    K = d.shape[0]
+    step = max(1, _CHUNK // (K * K))
+    for start in range(0, K, step):
+        rows = np.arange(start, min(K, start + step))
+        mask = d[rows] <= gamma
+        mask[np.arange(rows.size), rows] = False
+        yield rows, mask
+
+
+def _check_shapes(z: np.ndarray, d: np.ndarray) -> None:
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] != z.shape[0]:
+        raise InputError(f"metric of shape {d.shape} does not fit a mechanism with {z.shape[0]} rows")
+
+
+def realized_epsilon(matrix, metric, gamma: float = math.inf) -> float:
+    """The smallest ε with Z[i,k] ≤ e^{ε d_ij} Z[j,k] for all k and all i ≠ j with d_ij ≤ γ.
+
+    max over pairs of log(Z[i,k] / Z[j,k]) / d_ij; ``inf`` when Z[j,k] = 0 < Z[i,k] or when
+    d_ij = 0 and the rows differ. 0 for a single location.
+    """
+    z, d = np.asarray(matrix, float), np.asarray(metric, float)
+    _check_shapes(z, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logz = np.log(z)
+        worst = 0.0
+        for rows, mask in _pairs_blocks(d, gamma):
+            # diff[r, j, k] = log z[i_r, k] − log z[j, k]
+            diff = logz[rows, None, :] - logz[None, :, :]
+            diff = np.where(np.isnan(diff), 0.0, diff)  # 0/0: both zero, no constraint
+            top = diff.max(axis=2)
+            top = np.where(mask, top, 0.0)
+            ratio = np.where(top > 0, top / d[rows], 0.0)  # d = 0 with top > 0 -> inf
+            worst = max(worst, float(ratio.max(initial=0.0)))
+    return worst
+
+
+def ldp_epsilon(matrix) -> float:
+    """The realised ε of ε-LDP: max_k log(max_i Z[i,k] / min_i Z[i,k]) over outputs with mass."""
+    z = np.asarray(matrix, float)
+    hi, lo = z.max(axis=0), z.min(axis=0)
+    with np.errstate(divide="ignore"):
+        r = np.where(hi > 0, np.log(hi) - np.log(lo), 0.0)
+    return float(r.max(initial=0.0))
+
+
+def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: float = 1e-12,
+            rtol: float = EPS_RTOL, notion: str = "geo-ind") -> PrivacyCertificate:
+    """Certify Z against (ε, γ)-Geo-Ind on ``metric`` (``notion="ldp"``: ε-LDP, metric ignored).
+
+    A constraint counts as violated in (32)–(33) when Z[i,k] − e^{ε d_ij} Z[j,k] > ``tol``.
+    """
+    z = np.asarray(matrix, float)
+    eps = _check_epsilon(epsilon)
+    if notion == "ldp":
+        d, gamma = 1.0 - np.eye(z.shape[0]), math.inf
+    elif notion == "geo-ind":
+        d = np.asarray(metric, float)
+        _check_shapes(z, d)
+    else:
+        raise InputError(f"unknown privacy notion {notion!r}: use 'geo-ind' or 'ldp'")
+    real = ldp_epsilon(z) if notion == "ldp" else realized_epsilon(z, d, gamma)
+    worst, n_bad, total_bad, n = -math.inf, 0, 0.0, 0
+    for rows, mask in _pairs_blocks(d, gamma):
+        with np.errstate(over="ignore"):
+            factor = np.exp(eps * d[rows])  # factor[r, j] = e^{ε d_ij}
+        viol = z[rows, None, :] - factor[:, :, None] * z[None, :, :]
+        viol = np.where(mask[:, :, None], viol, -np.inf)
+        worst = max(worst, float(viol.max(initial=-np.inf)))
+        bad = viol > tol
+        n_bad += int(bad.sum())
+        total_bad += float(viol[bad].sum())
+        n += int(mask.sum()) * z.shape[1]
+    return PrivacyCertificate(
+        notion=notion, realized_epsilon=real, target_epsilon=eps, gamma=float(gamma),
+        worst_violation=worst if n else 0.0, violation_ratio=n_bad / n if n else 0.0,
+        violation_magnitude=total_bad / n_bad if n_bad else 0.0, n_constraints=n,
+        satisfied=real <= eps * (1 + rtol), rtol=rtol)
+
+
+def _check_epsilon(epsilon) -> float:
+    try:
+        e = float(epsilon)
+    except (TypeError, ValueError):
+        raise InputError(f"epsilon must be a number, got {epsilon!r}") from None
+    if not math.isfinite(e) or e <= 0:
+        raise InputError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    return e
+
+
+# ------------------------------------------------------------------------------------- clean-up
+
+
+def clean(raw, metric=None, epsilon: float | None = None, gamma: float = math.inf, *,
+          neg_tol: float = 1e-6) -> np.ndarray:
+    """Turn a solver's matrix into an exact row-stochastic one before certification.
+
+    1. Entries in [−``neg_tol``, 0) are solver noise and clipped to 0 (below that: an error).
+    2. With ``metric`` and ``epsilon``: if some Geo-Ind ratio is violated (solver tolerance), raise
+       each entry to the smallest value that satisfies every ratio,
+       Z'[i,k] = max_j e^{−ε D_ij} Z[j,k], with D the shortest-path distance of the neighbour graph
+       (edges d_ij ≤ γ). Z' ≥ Z satisfies all rows exactly (Thm 3.2 of seed 002).
+    3. Renormalise the rows.
+    """
+    z = np.array(raw, dtype=float)
+    if not np.isfinite(z).all():
+        raise CertificationError("solver returned a non-finite matrix entry")
+    if z.min(initial=0.0) < -neg_tol:
+        raise CertificationError(f"solver returned a negative entry {z.min():g} beyond noise")
+    z = np.clip(z, 0.0, None)
+    if metric is not None and epsilon is not None:
+        d = np.asarray(metric, float)
+        if realized_epsilon(z, d, gamma) > epsilon * (1 + 1e-12):
+            z = geo_ind_closure(z, d, epsilon, gamma)
+    s = z.sum(axis=1, keepdims=True)
+    if (s <= 0).any():
+        raise CertificationError("solver returned an all-zero mechanism row")
+    return z / s
+
+
+def geo_ind_closure(z: np.ndarray, metric: np.ndarray, epsilon: float, gamma: float = math.inf):
+    """The smallest Z' ≥ Z with Z'[i,k] ≥ e^{−ε D_ij} Z'[j,k] for all i, j (D: neighbour-graph paths)."""
+    d = np.asarray(metric, float)
+    adj = np.where(d <= gamma, d, np.inf)
+    np.fill_diagonal(adj, 0.0)
+    if gamma < math.inf or not np.isfinite(adj).all():
+        paths = shortest_path(np.where(np.isfinite(adj), np.maximum(adj, 1e-300), 0.0),
+                              method="D", directed=False)
+    else:
+        paths = d
+    out = np.empty_like(z)
+    factor_rows = np.exp(-epsilon * paths)  # factor[i, j] = e^{−ε D_ij}
+    K = z.shape[0]
+    step = max(1, _CHUNK // (K * z.shape[1]))
+    for start in range(0, K, step):
+        rows = slice(start, min(K, start + step))
+        out[rows] = (factor_rows[rows, :, None] * z[None, :, :]).max(axis=1)
+    return np.maximum(out, z)

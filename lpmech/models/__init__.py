@@ -1,0 +1,1 @@
+"""One module per paper concept; each builds a declarative model and solves it into a Result."""

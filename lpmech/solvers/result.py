@@ -1,0 +1,77 @@
+"""The one result type every solve returns."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..certificate import OptimalityCertificate
+from ..mechanism import Mechanism, PrivacyCertificate
+
+#: statuses a Result can carry
+STATUSES = ("optimal", "infeasible", "unbounded", "time_limit", "error")
+
+
+@dataclasses.dataclass
+class Result:
+    """Outcome of a solve: the certified mechanism, its optimality certificate and statistics.
+
+    Attributes:
+        status: one of ``STATUSES``.
+        mechanism: the certified :class:`~lpmech.mechanism.Mechanism` (``None`` from the raw solver
+            layer, which returns only ``x``; the model layer turns ``x`` into a mechanism).
+        certificate: the mechanism's :class:`~lpmech.mechanism.PrivacyCertificate`.
+        optimality: objective of the certified point, dual bound and gap.
+        stats: solver name, times (s), sizes, iterations, and the choices made.
+        x: the solver's primal vector (column order of the model).
+        duals: the solver's row duals, where it gives them.
+        ray: a dual ray (Farkas certificate) of an infeasible LP, where asked for and available.
+    """
+
+    status: str
+    mechanism: Mechanism | None = None
+    certificate: PrivacyCertificate | None = None
+    optimality: OptimalityCertificate | None = None
+    stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+    x: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    duals: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    ray: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def objective(self) -> float | None:
+        return None if self.optimality is None else self.optimality.objective
+
+    @property
+    def bound(self) -> float | None:
+        return None if self.optimality is None else self.optimality.bound
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap (objective − bound) / |objective|."""
+        return None if self.optimality is None else self.optimality.gap_rel
+
+    def summary(self) -> dict[str, Any]:
+        """A flat, JSON-ready dict: status, K, objective, bound, gap, realized_epsilon, time_s, ..."""
+        cert = self.certificate
+        opt = self.optimality
+        out = {
+            "status": self.status,
+            "K": None if self.mechanism is None else self.mechanism.shape[0],
+            "objective": None if opt is None else opt.objective,
+            "bound": None if opt is None else opt.bound,
+            "gap": None if opt is None else opt.gap_rel,
+            "gap_abs": None if opt is None else opt.gap_abs,
+            "realized_epsilon": None if cert is None else cert.realized_epsilon,
+            "target_epsilon": None if cert is None else cert.target_epsilon,
+            "worst_violation": None if cert is None else cert.worst_violation,
+            "time_s": self.stats.get("time_s"),
+        }
+        out.update({k: v for k, v in self.stats.items() if k not in out and _jsonable(v)})
+        return out
+
+
+def _jsonable(v) -> bool:
+    return isinstance(v, (str, int, float, bool, type(None))) or (
+        isinstance(v, (list, tuple)) and all(isinstance(e, (str, int, float, bool)) for e in v))
