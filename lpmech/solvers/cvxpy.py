@@ -1,9 +1,11 @@
 """Solve a CVXPY problem (Clarabel by default) into a :class:`Result`.
 
-The bound is the solver's dual objective where the solver reports one (Clarabel: ``obj_val_dual``; for
-other solvers the bound is ``None``). Models that need
-an independently certified bound (every LP in this package) use :mod:`lpmech.solvers.highs` or
-:mod:`lpmech.solvers.pyomo`, whose bounds come from :func:`lpmech.certificate.lagrangian_bound`.
+The problem goes through CVXPY's documented three steps (``get_problem_data``, ``solve_via_data``,
+``unpack_results``) so the raw solver output stays available. The bound is the solver's own dual
+objective where it reports one (Clarabel: ``obj_val_dual``; SCS: ``info["dobj"]``), mapped back to
+the problem's terms; it is the solver's claim, not an independent certificate. Every LP in this
+package that needs a certified bound uses :mod:`lpmech.solvers.highs` or :mod:`lpmech.solvers.pyomo`,
+whose bounds come from :func:`lpmech.certificate.lagrangian_bound`.
 """
 
 from __future__ import annotations
@@ -22,43 +24,47 @@ _STATUS = {
     cp.UNBOUNDED: "unbounded", cp.UNBOUNDED_INACCURATE: "unbounded",
     cp.USER_LIMIT: "time_limit",
 }
+_TIME_LIMIT_OPTION = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit"}
 
 
-def solve_cvxpy(problem: cp.Problem, *, solver: str | None = "CLARABEL",
-                time_limit: float | None = None, verbose: bool = False, **solver_options) -> Result:
+def solve_cvxpy(problem: cp.Problem, *, solver: str = "CLARABEL", time_limit: float | None = None,
+                verbose: bool = False, **solver_options) -> Result:
     """Solve ``problem`` and return a :class:`Result` (``x`` unset: read the problem's variables)."""
-    if solver is not None and solver not in cp.installed_solvers():
+    if solver not in cp.installed_solvers():
         raise InputError(f"CVXPY solver {solver!r} is not installed (have {cp.installed_solvers()})")
-    if time_limit is not None:
-        key = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit"}.get(solver)
-        if key:
-            solver_options[key] = float(time_limit)
+    if time_limit is not None and solver in _TIME_LIMIT_OPTION:
+        solver_options[_TIME_LIMIT_OPTION[solver]] = float(time_limit)
     t0 = time.perf_counter()
+    stats = {"solver": f"cvxpy/{solver}"}
     try:
-        problem.solve(solver=solver, verbose=verbose, **solver_options)
+        data, chain, inverse = problem.get_problem_data(solver, solver_opts=solver_options)
+        raw = chain.solve_via_data(problem, data, False, verbose, solver_options)
+        problem.unpack_results(raw, chain, inverse)
     except cp.error.SolverError as exc:
-        return Result(status="error", stats={"solver": f"cvxpy/{solver}", "error": str(exc),
-                                             "time_s": time.perf_counter() - t0})
-    status = _STATUS.get(problem.status, "error")
-    stats = {"solver": f"cvxpy/{solver or problem.solver_stats.solver_name}",
-             "time_s": time.perf_counter() - t0, "cvxpy_status": problem.status}
-    out = Result(status=status, stats=stats)
-    if status == "optimal":
-        bound = _dual_objective(problem)
+        stats.update(error=str(exc), time_s=time.perf_counter() - t0)
+        return Result(status="error", stats=stats)
+    except cp.error.DCPError as exc:
+        raise InputError(f"the CVXPY problem is not DCP: {exc}") from None
+    stats.update(time_s=time.perf_counter() - t0, cvxpy_status=problem.status)
+    out = Result(status=_STATUS.get(problem.status, "error"), stats=stats)
+    if out.status == "optimal":
+        bound = _dual_objective(problem, raw)
         out.optimality = OptimalityCertificate.from_values(
             float(problem.value), bound, source="solver dual objective")
     return out
 
 
-def _dual_objective(problem: cp.Problem) -> float | None:
-    """The solver's dual objective in the problem's terms, where the solver reports it (Clarabel).
+def _dual_objective(problem: cp.Problem, raw) -> float | None:
+    """The solver's dual objective in the problem's terms, or None where it reports none.
 
-    The solver sees the canonicalised problem (min f, or min −f for a maximisation, up to a
-    constant); the constant is recovered from the primal values.
+    The solver sees min f (or min −f for a maximisation) up to a constant; the sign and constant
+    are recovered from the primal values.
     """
-    extra = problem.solver_stats.extra_stats
-    if extra is None or not hasattr(extra, "obj_val_dual") or not hasattr(extra, "obj_val"):
+    if hasattr(raw, "obj_val_dual") and hasattr(raw, "obj_val"):  # Clarabel
+        primal, dual = float(raw.obj_val), float(raw.obj_val_dual)
+    elif isinstance(raw, dict) and "pobj" in raw.get("info", {}):  # SCS
+        primal, dual = float(raw["info"]["pobj"]), float(raw["info"]["dobj"])
+    else:
         return None
     sign = 1.0 if isinstance(problem.objective, cp.Minimize) else -1.0
-    offset = float(problem.value) - sign * float(extra.obj_val)
-    return sign * float(extra.obj_val_dual) + offset
+    return sign * dual + (float(problem.value) - sign * primal)
