@@ -46,11 +46,13 @@ class OptimalityCertificate:
         return dataclasses.asdict(self)
 
 
-def lagrangian_bound(c, A, row_lo, row_hi, col_lo, col_hi, y) -> float:
+def lagrangian_bound(c, A, row_lo, row_hi, col_lo, col_hi, y, *, rc_tol: float = 1e-9) -> float:
     """Weak-duality lower bound g(y) of ``min c·x, row_lo ≤ Ax ≤ row_hi, col_lo ≤ x ≤ col_hi``.
 
     ``A`` may be dense or scipy-sparse; ``y`` are row multipliers (positive on active lower sides).
-    Returns ``-inf`` if a reduced cost pushes towards an infinite variable bound.
+    A reduced cost pushing towards an infinite variable bound makes the bound ``-inf``, except
+    round-off: |ρ_j| ≤ ``rc_tol``·(1 + |c_j|) counts as 0 there (with finite variable bounds, as in
+    every mechanism LP, no tolerance is used at all).
     """
     c = np.asarray(c, float)
     y = np.asarray(y, float).copy()
@@ -61,6 +63,8 @@ def lagrangian_bound(c, A, row_lo, row_hi, col_lo, col_hi, y) -> float:
     row_part = np.where(y > 0, y * np.where(np.isfinite(row_lo), row_lo, 0.0), 0.0) + np.where(
         y < 0, y * np.where(np.isfinite(row_hi), row_hi, 0.0), 0.0)
     rho = c - A.T @ y
+    roundoff = np.abs(rho) <= rc_tol * (1.0 + np.abs(c))
+    rho[roundoff & (((rho > 0) & ~np.isfinite(col_lo)) | ((rho < 0) & ~np.isfinite(col_hi)))] = 0.0
     with np.errstate(invalid="ignore"):
         col_part = np.where(rho > 0, rho * col_lo, np.where(rho < 0, rho * col_hi, 0.0))
     total = math.fsum(row_part) + math.fsum(np.nan_to_num(col_part, nan=0.0, neginf=-np.inf))

@@ -412,23 +412,40 @@ def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance
     return from_matrix(d, allow_nonmetric=allow_nonmetric, **{**extra, **kwargs})
 
 
-def _read_csv_rows(p: Path) -> tuple[list[str] | None, list[list[str]]]:
-    """Rows of a CSV file, with its header when the first row is not all numbers."""
+_POINT_COLUMNS = ("x", "y", "lat", "latitude", "lon", "lng", "longitude")
+_EDGE_COLUMNS = ("u", "v", "source", "target", "from", "to", "weight", "length", "distance", "cost")
+
+
+def _read_csv_rows(p: Path, names: tuple[str, ...], numeric: tuple[int, ...]):
+    """(header, [(line number, row), ...]) of a CSV file; blank lines are skipped but counted.
+
+    The first row is a header when it names one of ``names`` or when a cell at a position in
+    ``numeric`` (columns that must hold numbers) is not a number.
+    """
     try:
         with p.open(newline="") as f:
-            rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError) as exc:
+            rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1)
+                    if r and any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {p}: {exc}") from None
     if not rows:
         raise InputError(f"{p} is empty")
+    first = [c.strip().lower() for c in rows[0][1]]
     header = None
-    try:
-        [float(c) for c in rows[0]]
-    except ValueError:
-        header, rows = [c.strip().lower() for c in rows[0]], rows[1:]
+    if any(c in names for c in first) or not all(_is_number(first[i]) for i in numeric
+                                                 if i < len(first)):
+        header, rows = first, rows[1:]
     if not rows:
         raise InputError(f"{p} has a header but no data rows")
     return header, rows
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
 
 
 def _column(header: list[str] | None, names: tuple[str, ...], default: int) -> int:
@@ -445,14 +462,14 @@ def read_points(path, *, latlon: bool = False, **kwargs) -> Instance:
     Without a recognised header the first two columns are used.
     """
     p = _existing(path)
-    header, rows = _read_csv_rows(p)
+    header, rows = _read_csv_rows(p, _POINT_COLUMNS, numeric=(0, 1))
     if latlon:
         cx = _column(header, ("lat", "latitude", "y"), 0)
         cy = _column(header, ("lon", "lng", "longitude", "x"), 1)
     else:
         cx, cy = _column(header, ("x",), 0), _column(header, ("y",), 1)
     xy = []
-    for n, r in enumerate(rows, start=2 if header else 1):
+    for n, r in rows:
         try:
             xy.append((float(r[cx]), float(r[cy])))
         except (ValueError, IndexError):
@@ -464,11 +481,11 @@ def read_edges(path, **kwargs) -> Instance:
     """A graph metric from a CSV edge list ``u,v,weight`` (header optional; a header may name the
     weight ``weight``, ``length``, ``distance`` or ``cost``). Missing weights count 1."""
     p = _existing(path)
-    header, rows = _read_csv_rows(p)
+    header, rows = _read_csv_rows(p, _EDGE_COLUMNS, numeric=(2,))
     cu, cv = _column(header, ("u", "source", "from"), 0), _column(header, ("v", "target", "to"), 1)
     cw = _column(header, ("weight", "length", "distance", "cost"), 2)
     g = nx.Graph()
-    for n, r in enumerate(rows, start=2 if header else 1):
+    for n, r in rows:
         if len(r) < 2:
             raise InputError(f"{p}, line {n}: an edge needs two endpoints, got {r}")
         try:

@@ -192,9 +192,10 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
     real = ldp_epsilon(z) if notion == "ldp" else realized_epsilon(z, d, gamma)
     worst, n_bad, total_bad, n = -math.inf, 0, 0.0, 0
     for rows, mask in _pairs_blocks(d, gamma):
-        with np.errstate(over="ignore"):
-            factor = np.exp(eps * d[rows])  # factor[r, j] = e^{ε d_ij}
-        viol = z[rows, None, :] - factor[:, :, None] * z[None, :, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            factor = np.exp(eps * d[rows])  # factor[r, j] = e^{ε d_ij}, may overflow to inf
+            bound = np.nan_to_num(factor[:, :, None] * z[None, :, :], nan=0.0)  # inf·0 = 0
+        viol = z[rows, None, :] - bound
         viol = np.where(mask[:, :, None], viol, -np.inf)
         worst = max(worst, float(viol.max(initial=-np.inf)))
         bad = viol > tol
@@ -251,13 +252,10 @@ def clean(raw, metric=None, epsilon: float | None = None, gamma: float = math.in
 def geo_ind_closure(z: np.ndarray, metric: np.ndarray, epsilon: float, gamma: float = math.inf):
     """The smallest Z' ≥ Z with Z'[i,k] ≥ e^{−ε D_ij} Z'[j,k] for all i, j (D: neighbour-graph paths)."""
     d = np.asarray(metric, float)
-    adj = np.where(d <= gamma, d, np.inf)
-    np.fill_diagonal(adj, 0.0)
-    if gamma < math.inf or not np.isfinite(adj).all():
-        paths = shortest_path(np.where(np.isfinite(adj), np.maximum(adj, 1e-300), 0.0),
-                              method="D", directed=False)
-    else:
-        paths = d
+    # edges d_ij ≤ γ; zero distances become tiny edges (a dense csgraph reads 0 as "no edge");
+    # shortest paths also make the closure right for a non-metric d (allow_nonmetric)
+    adj = np.where(d <= gamma, np.maximum(d, 1e-300), 0.0)
+    paths = shortest_path(adj, method="auto", directed=False)
     out = np.empty_like(z)
     factor_rows = np.exp(-epsilon * paths)  # factor[i, j] = e^{−ε D_ij}
     K = z.shape[0]
