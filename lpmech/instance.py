@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import zipfile
 from pathlib import Path
 
 import networkx as nx
@@ -405,10 +406,10 @@ def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance
             extra = {k: arrays[k] for k in ("prior", "loss") if k in arrays}
         else:
             raise InputError(f"{p}: distance matrices are read from .npy or .npz files")
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"cannot read {p}: {exc}") from None
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"cannot read {p}: {exc or type(exc).__name__}") from None
     return from_matrix(d, allow_nonmetric=allow_nonmetric, **{**extra, **kwargs})
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 
 import numpy as np
@@ -46,6 +47,11 @@ def geo_ind_pairs(instance: Instance, epsilon: float):
     return i[keep], j[keep], factor[keep]
 
 
+def _check_max_loss(max_loss) -> None:
+    if max_loss is not None and not math.isfinite(max_loss):
+        raise InputError(f"max_loss must be a finite number, got {max_loss!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class LPData:
     """An LP in bulk arrays: min c·x s.t. row_lo ≤ A x ≤ row_hi, col_lo ≤ x ≤ col_hi."""
@@ -67,6 +73,7 @@ def build_lp(instance: Instance, epsilon: float, *, max_loss: float | None = Non
     Σ p_i L_ik z_ik ≤ max_loss (a utility requirement)."""
     K = instance.K
     i, j, f = geo_ind_pairs(instance, epsilon)
+    _check_max_loss(max_loss)
     P = i.size
     k = np.arange(K)
     rows = np.repeat(np.arange(P * K), 2)
@@ -99,6 +106,7 @@ def build_pyomo(instance: Instance, epsilon: float, *, max_loss: float | None = 
     Add your own constraints to the returned model, then call :func:`solve_model`.
     """
     i, j, f = geo_ind_pairs(instance, epsilon)
+    _check_max_loss(max_loss)
     p, L = instance.prior, instance.loss
     m = pyo.ConcreteModel(name="OMG")
     m.V = pyo.RangeSet(0, instance.K - 1)
