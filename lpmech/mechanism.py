@@ -181,7 +181,7 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
     A constraint counts as violated in (32)–(33) when Z[i,k] − e^{ε d_ij} Z[j,k] > ``tol``.
     """
     z = np.asarray(matrix, float)
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     if notion == "ldp":
         d, gamma = 1.0 - np.eye(z.shape[0]), math.inf
     elif notion == "geo-ind":
@@ -209,7 +209,7 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
         satisfied=real <= eps * (1 + rtol), rtol=rtol)
 
 
-def _check_epsilon(epsilon) -> float:
+def check_epsilon(epsilon) -> float:
     try:
         e = float(epsilon)
     except (TypeError, ValueError):

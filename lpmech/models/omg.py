@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..instance import Instance
-from ..mechanism import _check_epsilon
+from ..mechanism import check_epsilon
 from ..solvers.highs import solve_lp
 from ..solvers.pyomo import solve_pyomo
 from ..solvers.result import Result
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 def geo_ind_pairs(instance: Instance, epsilon: float):
     """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (> 0)."""
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     i, j = np.nonzero(instance.neighbours())
     factor = np.exp(-eps * instance.metric[i, j])
     keep = factor > 0
@@ -159,7 +159,7 @@ def solve(instance: Instance, epsilon: float, *, path: str = "fast", method: str
     bound is the Lagrangian bound of the solver's duals. Raises ``InfeasibleError``,
     ``TimeLimitError`` or ``CertificationError`` instead of returning an uncertified matrix.
     """
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
     if path == "pyomo":
         model = build_pyomo(instance, eps, max_loss=max_loss)
