@@ -24,14 +24,12 @@ import math
 import time
 
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse as sp
 
 from ..errors import InputError
 from ..instance import Instance
 from ..mechanism import check_epsilon
 from ..solvers.highs import solve_lp
-from ..solvers.pyomo import solve_pyomo
 from ..solvers.result import Result
 from .common import certified_result
 
@@ -105,6 +103,8 @@ def build_pyomo(instance: Instance, epsilon: float, *, max_loss: float | None = 
     ``z[i, k]`` in [0, 1], ``geo_ind[i, j, k]`` (1), ``unit[i]`` (2) and the objective ``cost`` (4).
     Add your own constraints to the returned model, then call :func:`solve_model`.
     """
+    import pyomo.environ as pyo  # imported on use: Pyomo takes ~1 s to import
+
     i, j, f = geo_ind_pairs(instance, epsilon)
     _check_max_loss(max_loss)
     p, L = instance.prior, instance.loss
@@ -132,6 +132,8 @@ def solve_model(model, *, solver: str = "appsi_highs", time_limit: float | None 
     if info is None:
         raise InputError("solve_model() needs a model made by lpmech.models.omg.build_pyomo")
     instance, eps = info["instance"], info["epsilon"]
+    from ..solvers.pyomo import solve_pyomo
+
     res = solve_pyomo(model, solver=solver, time_limit=time_limit, tee=tee)
     res.stats["path"] = "pyomo"
     raw = None
