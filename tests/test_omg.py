@@ -183,8 +183,13 @@ def test_max_loss_infeasible_and_feasible():
 
 def test_time_limit_raises():
     inst = li.grid(7, 7)
-    with pytest.raises(TimeLimitError, match="time limit"):
+    with pytest.raises(TimeLimitError, match="time limit") as info:
         omg.solve(inst, 1.0, time_limit=0.05)
+    assert info.value.result.stats["highs_status"] == "Time limit reached"
+    # the Pyomo path passes the limit to its solver too (a 6x6 solve takes seconds)
+    with pytest.raises(TimeLimitError, match="time limit") as info:
+        omg.solve(li.grid(6, 6), 1.0, path="pyomo", time_limit=0.05)
+    assert info.value.result.status == "time_limit"
 
 
 def test_bad_epsilon_and_path():

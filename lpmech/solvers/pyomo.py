@@ -43,18 +43,16 @@ def solve_pyomo(model: pyo.ConcreteModel, *, solver: str = "appsi_highs",
     opt = pyo.SolverFactory(solver)
     if opt is None or not opt.available(exception_flag=False):
         raise InputError(f"Pyomo solver {solver!r} is not available")
-    opts = dict(options or {})
+    kwargs = {"tee": tee, "load_solutions": False}
+    if options:
+        kwargs["options"] = dict(options)
     if time_limit is not None:
         if time_limit <= 0:
             raise InputError(f"time limit must be positive, got {time_limit}")
-        if solver.startswith("appsi"):
-            opt.config.time_limit = float(time_limit)
-        else:
-            opts["time_limit"] = float(time_limit)
+        kwargs["timelimit"] = float(time_limit)  # Pyomo's solver-independent keyword
     t0 = time.perf_counter()
     try:
-        res = opt.solve(model, tee=tee, load_solutions=False, options=opts) if opts else \
-            opt.solve(model, tee=tee, load_solutions=False)
+        res = opt.solve(model, **kwargs)
     except ValueError as exc:  # e.g. an empty or malformed model
         raise InputError(f"Pyomo could not solve the model: {exc}") from None
     t_solve = time.perf_counter() - t0
