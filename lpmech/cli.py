@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from . import __version__
+from . import __version__, plotting
 from . import io as lpio
 from .errors import CertificationError, InfeasibleError, InputError, LpmechError
 from .instance import Instance, grid, read_distances, read_edges, read_points
@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE.npz",
                    help="save the certified mechanism, metric, prior and certificates (written "
                         "atomically, only on success)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the output distributions of a few true locations (written "
+                        "atomically, only on success)")
     p.set_defaults(func=cmd_omg)
 
     c = sub.add_parser(
@@ -157,6 +160,8 @@ def cmd_omg(args) -> int:
     with _json_on_error(args, info):
         if args.out is not None:  # fail now, not after a long solve
             lpio.check_output_path(args.out, suffix=".npz")
+        if args.plot is not None:
+            lpio.check_output_path(args.plot, suffix=".png")
         _check_optional_number(args.time_limit, "--time-limit", positive=True)
         _check_optional_number(args.max_loss, "--max-loss")
         inst = load_instance(args)
@@ -178,10 +183,15 @@ def cmd_omg(args) -> int:
         if args.out is not None:
             lpio.save_result(args.out, res, inst)
             log.info("saved %s", args.out)
+        if args.plot is not None:
+            title = f"OMG, {inst.describe()}, epsilon {args.epsilon:g}"
+            plotting.save_figure(plotting.plot_mechanism(res.mechanism, inst, title=title),
+                                 args.plot)
+            log.info("plotted %s", args.plot)
 
     summary = res.summary()
     summary["backend"] = summary.pop("solver", None)
-    out = {**summary, **info, "unit": inst.unit, "out": args.out}
+    out = {**summary, **info, "unit": inst.unit, "out": args.out, "plot": args.plot}
     if args.json:
         _print_json(out)
     else:
@@ -274,6 +284,8 @@ def _print_omg_report(out: dict) -> None:
     ]
     if out["out"] is not None:
         lines.append(f"  saved             {out['out']}")
+    if out["plot"] is not None:
+        lines.append(f"  plot              {out['plot']}")
     print("\n".join(lines))
 
 
