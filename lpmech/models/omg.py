@@ -6,8 +6,8 @@
            0 ≤ z[i,k] ≤ 1                    (z ≥ 0 is implicit in the paper; z ≤ 1 is implied)
 
 The Geo-Ind row (1), z_ik ≤ e^{ε d} z_jk, is divided by e^{ε d} so every coefficient lies in (0, 1]
-(DESIGN, Numerics). Rows whose factor e^{−ε d} underflows to 0 read −z_jk ≤ 0 and are dropped as
-implied by z ≥ 0.
+(DESIGN, Numerics). A row whose factor e^{−ε d} underflows double precision (ε·d > 745) is not
+representable and is left out; the certificate of the returned matrix still checks it.
 
 Two builders give the same constraint set: :func:`build_pyomo`, a declarative model a user can
 extend before :func:`solve_model`, and :func:`build_lp`, the vectorised sparse arrays behind the
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def geo_ind_pairs(instance: Instance, epsilon: float):
-    """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (> 0)."""
+    """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (those > 0)."""
     eps = check_epsilon(epsilon)
     i, j = np.nonzero(instance.neighbours())
     factor = np.exp(-eps * instance.metric[i, j])
