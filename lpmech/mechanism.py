@@ -233,16 +233,32 @@ def clean(raw, metric=None, epsilon: float | None = None, gamma: float = math.in
        (edges d_ij ≤ γ). Z' ≥ Z satisfies all rows exactly (Thm 3.2 of seed 002).
     3. Renormalise the rows.
     """
+    if metric is None or epsilon is None:
+        return _clip_normalise(raw, neg_tol)
+    return clean_and_certify(raw, metric, epsilon, gamma, neg_tol=neg_tol)[0]
+
+
+def clean_and_certify(raw, metric, epsilon: float, gamma: float = math.inf, *,
+                      rtol: float = EPS_RTOL, neg_tol: float = 1e-6):
+    """:func:`clean` then :func:`certify`: ``(Z, PrivacyCertificate)``.
+
+    One certification pass when the solver's matrix needs no repair, two when it does.
+    """
+    z = _clip_normalise(raw, neg_tol)
+    cert = certify(z, metric, epsilon, gamma, rtol=rtol)
+    if cert.realized_epsilon > epsilon * (1 + 1e-12):
+        z = _clip_normalise(geo_ind_closure(z, metric, epsilon, gamma), neg_tol)
+        cert = certify(z, metric, epsilon, gamma, rtol=rtol)
+    return z, cert
+
+
+def _clip_normalise(raw, neg_tol: float) -> np.ndarray:
     z = np.array(raw, dtype=float)
     if not np.isfinite(z).all():
         raise CertificationError("solver returned a non-finite matrix entry")
     if z.min(initial=0.0) < -neg_tol:
         raise CertificationError(f"solver returned a negative entry {z.min():g} beyond noise")
     z = np.clip(z, 0.0, None)
-    if metric is not None and epsilon is not None:
-        d = np.asarray(metric, float)
-        if realized_epsilon(z, d, gamma) > epsilon * (1 + 1e-12):
-            z = geo_ind_closure(z, d, epsilon, gamma)
     s = z.sum(axis=1, keepdims=True)
     if (s <= 0).any():
         raise CertificationError("solver returned an all-zero mechanism row")

@@ -21,9 +21,9 @@ import math
 import numpy as np
 from scipy import integrate, special
 
-from ..errors import CertificationError, InputError
+from ..errors import InputError
 from ..instance import Instance
-from ..mechanism import Mechanism, certify, check_epsilon
+from ..mechanism import Mechanism, check_epsilon
 from .common import certified_mechanism
 
 __all__ = ["exponential", "geometric", "planar_laplace", "randomized_response"]
@@ -164,17 +164,7 @@ def _finish(logz: np.ndarray, instance: Instance | None, eps: float, name: str, 
             f"{name}: at epsilon = {eps:g} some probabilities are as small as e^{low:.0f}, which "
             "underflows float64 and would break the privacy certificate; use a smaller epsilon "
             "or a smaller domain")
-    z = np.exp(logz)
-    if instance is None:
-        z = z / z.sum(axis=1, keepdims=True)
-        mech = Mechanism(z, name=name, certificate=certify(z, None, eps, notion=notion))
-    else:
-        mech = certified_mechanism(z, instance, eps, name=name, notion=notion)
-    cert = mech.certificate
-    if not cert.satisfied:
-        raise CertificationError(f"{name}: realised epsilon {cert.realized_epsilon:.9g} exceeds "
-                                 f"the target {eps:g}·(1+{cert.rtol:g}); {hint}")
-    return mech
+    return certified_mechanism(np.exp(logz), instance, eps, name=name, notion=notion, hint=hint)
 
 
 def _interval_pieces(n: int):

@@ -9,7 +9,7 @@ import numpy as np
 from ..certificate import OptimalityCertificate
 from ..errors import CertificationError, InfeasibleError, SolverError, TimeLimitError
 from ..instance import Instance
-from ..mechanism import EPS_RTOL, Mechanism, certify, clean
+from ..mechanism import EPS_RTOL, Mechanism, PrivacyCertificate, certify, clean_and_certify
 from ..solvers.result import Result
 
 
@@ -40,12 +40,8 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     """
     raise_for_status(res, name)
     gamma = instance.gamma if gamma is None else gamma
-    z = clean(raw_matrix, instance.metric, epsilon, gamma)
-    cert = certify(z, instance.metric, epsilon, gamma, rtol=rtol)
-    if not cert.satisfied:
-        raise CertificationError(
-            f"{name}: returned matrix has realised epsilon {cert.realized_epsilon:.9g} > target "
-            f"{epsilon:g}·(1+{rtol:g}); the solve is not trustworthy", result=res)
+    z, cert = clean_and_certify(raw_matrix, instance.metric, epsilon, gamma, rtol=rtol)
+    require_certified(cert, name, "the solve is not trustworthy", result=res)
     mech = Mechanism(z, name=name, certificate=cert)
     objective = mech.expected_loss(instance.prior, instance.loss)
     bound = None if res.optimality is None else res.optimality.bound
@@ -58,10 +54,26 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     return res
 
 
-def certified_mechanism(matrix, instance: Instance, epsilon: float, *, name: str,
-                        notion: str = "geo-ind") -> Mechanism:
-    """A closed-form mechanism with its privacy certificate (for baselines and closed forms)."""
+def certified_mechanism(matrix, instance: Instance | None, epsilon: float, *, name: str,
+                        notion: str = "geo-ind", hint: str = "") -> Mechanism:
+    """A closed-form mechanism with its privacy certificate (baselines and closed forms).
+
+    ``instance`` gives the metric and γ; it may be ``None`` for ``notion="ldp"``. Raises
+    :class:`~lpmech.errors.CertificationError` (with ``hint`` appended) if the matrix does not
+    satisfy ε·(1 + rtol).
+    """
     z = np.asarray(matrix, float)
     z = z / z.sum(axis=1, keepdims=True)
-    cert = certify(z, instance.metric, epsilon, instance.gamma, notion=notion)
+    metric, gamma = (None, math.inf) if instance is None else (instance.metric, instance.gamma)
+    cert = certify(z, metric, epsilon, gamma, notion=notion)
+    require_certified(cert, name, hint)
     return Mechanism(z, name=name, certificate=cert)
+
+
+def require_certified(cert: PrivacyCertificate, name: str, hint: str = "", *, result=None) -> None:
+    """The one place a mechanism that fails its privacy certificate becomes an error."""
+    if not cert.satisfied:
+        raise CertificationError(
+            f"{name}: realised epsilon {cert.realized_epsilon:.9g} exceeds the target "
+            f"{cert.target_epsilon:g}·(1+{cert.rtol:g})" + (f"; {hint}" if hint else ""),
+            result=result)
