@@ -162,8 +162,6 @@ def cmd_omg(args) -> int:
             lpio.check_output_path(args.out, suffix=".npz")
         if args.plot is not None:
             lpio.check_output_path(args.plot, suffix=".png")
-        _check_optional_number(args.time_limit, "--time-limit", positive=True)
-        _check_optional_number(args.max_loss, "--max-loss")
         inst = load_instance(args)
         info.update(instance=inst.describe(), K=inst.K, prior=_prior_description(args, inst))
         log.info("instance %s, epsilon %g, solver %s", inst.describe(), args.epsilon, args.solver)
@@ -252,14 +250,6 @@ def _prior_description(args, inst: Instance) -> str:
     if args.prior is not None:
         return args.prior
     return "uniform" if np.all(inst.prior == inst.prior[0]) else f"from {args.distances}"
-
-
-def _check_optional_number(x: float | None, flag: str, *, positive: bool = False) -> None:
-    if x is None:
-        return
-    if math.isnan(x) or (positive and x <= 0) or (not positive and not math.isfinite(x)):
-        what = "a positive number" if positive else "a finite number"
-        raise InputError(f"{flag} must be {what}, got {x:g}")
 
 
 def _solver_details(out: dict) -> str:

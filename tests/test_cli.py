@@ -429,10 +429,15 @@ def _corrupt_npz(tmp_path):
     lambda t: (["omg", "--grid", "2x2", "--out", t / "m.csv"], "must end in .npz"),
     lambda t: (["omg", "--grid", "2x2", "--latlon"], "--latlon applies only to --points"),
     lambda t: (["omg", "--grid", "2x2", "--prior", "random:x"], "the seed must be"),
+    lambda t: (["omg", "--grid", "2x2", "--time-limit", "nan"],
+               "time limit must be positive, got nan"),
+    lambda t: (["omg", "--grid", "2x2", "--max-loss", "inf"],
+               "max_loss must be a finite number, got inf"),
     _corrupt_npz,
     lambda t: (["certify", t / "nope.npz"], "no such file"),
 ], ids=["epsilon", "nonsymmetric", "prior-sum", "counts-len", "missing-file", "grid-spec",
-        "grid-zero", "out-dir", "out-suffix", "latlon-alone", "random-seed", "corrupt-npz",
+        "grid-zero", "out-dir", "out-suffix", "latlon-alone", "random-seed", "time-limit-nan",
+         "max-loss-inf", "corrupt-npz",
         "certify-missing"])
 def test_bad_input_exits_2(capsys, tmp_path, case):
     argv, message = case(tmp_path)

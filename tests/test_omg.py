@@ -201,6 +201,11 @@ def test_bad_epsilon_and_path():
         omg.solve(GRID, 1.0, path="magic")
     with pytest.raises(InputError, match="build_pyomo"):
         omg.solve_model(pyo.ConcreteModel())
+    for path in ("fast", "pyomo"):
+        with pytest.raises(InputError, match="time limit must be positive, got nan"):
+            omg.solve(GRID, 1.0, path=path, time_limit=float("nan"))
+        with pytest.raises(InputError, match="max_loss must be a finite number, got inf"):
+            omg.solve(GRID, 1.0, path=path, max_loss=math.inf)
 
 
 def test_single_location_and_disconnected_neighbour_graph():

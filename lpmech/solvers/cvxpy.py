@@ -16,7 +16,7 @@ import cvxpy as cp
 
 from ..certificate import OptimalityCertificate
 from ..errors import InputError
-from .result import Result
+from .result import Result, check_time_limit
 
 _STATUS = {
     cp.OPTIMAL: "optimal", cp.OPTIMAL_INACCURATE: "optimal",
@@ -32,7 +32,7 @@ def solve_cvxpy(problem: cp.Problem, *, solver: str = "CLARABEL", time_limit: fl
     """Solve ``problem`` and return a :class:`Result` (``x`` unset: read the problem's variables)."""
     if solver not in cp.installed_solvers():
         raise InputError(f"CVXPY solver {solver!r} is not installed (have {cp.installed_solvers()})")
-    if time_limit is not None and solver in _TIME_LIMIT_OPTION:
+    if check_time_limit(time_limit) is not None and solver in _TIME_LIMIT_OPTION:
         solver_options[_TIME_LIMIT_OPTION[solver]] = float(time_limit)
     t0 = time.perf_counter()
     stats = {"solver": f"cvxpy/{solver}"}

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ..certificate import OptimalityCertificate, lagrangian_bound
 from ..errors import InputError
-from .result import Result
+from .result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
     """
     if method not in METHODS:
         raise InputError(f"unknown HiGHS method {method!r}: use one of {METHODS}")
+    time_limit = check_time_limit(time_limit)
     A = sp.csc_matrix(A, dtype=float)
     A.eliminate_zeros()
     A.sort_indices()
@@ -90,9 +91,7 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
     for k, v in {**DEFAULT_OPTIONS, "solver": method, **(options or {})}.items():
         h.setOptionValue(k, v)
     if time_limit is not None:
-        if time_limit <= 0:
-            raise InputError(f"time limit must be positive, got {time_limit}")
-        h.setOptionValue("time_limit", float(time_limit))
+        h.setOptionValue("time_limit", time_limit)
     h.passModel(lp)
     if warm_start is not None:
         if isinstance(warm_start, highspy.HighsBasis):

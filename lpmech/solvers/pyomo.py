@@ -19,7 +19,7 @@ from pyomo.repn import generate_standard_repn
 
 from ..certificate import OptimalityCertificate, lagrangian_bound
 from ..errors import InputError
-from .result import Result
+from .result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,7 @@ def solve_pyomo(model: pyo.ConcreteModel, *, solver: str = "appsi_highs",
     kwargs = {"tee": tee, "load_solutions": False}
     if options:
         kwargs["options"] = dict(options)
-    if time_limit is not None:
-        if time_limit <= 0:
-            raise InputError(f"time limit must be positive, got {time_limit}")
+    if check_time_limit(time_limit) is not None:
         kwargs["timelimit"] = float(time_limit)  # Pyomo's solver-independent keyword
     t0 = time.perf_counter()
     try:

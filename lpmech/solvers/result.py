@@ -8,10 +8,24 @@ from typing import Any
 import numpy as np
 
 from ..certificate import OptimalityCertificate
+from ..errors import InputError
 from ..mechanism import Mechanism, PrivacyCertificate
 
 #: statuses a Result can carry
 STATUSES = ("optimal", "infeasible", "unbounded", "time_limit", "error")
+
+
+def check_time_limit(time_limit) -> float | None:
+    """A solver time limit in seconds: ``None`` (no limit) or a positive number (``inf`` allowed)."""
+    if time_limit is None:
+        return None
+    try:
+        t = float(time_limit)
+    except (TypeError, ValueError):
+        raise InputError(f"time limit must be a number of seconds, got {time_limit!r}") from None
+    if not t > 0:  # also NaN
+        raise InputError(f"time limit must be positive, got {time_limit!r}")
+    return t
 
 
 @dataclasses.dataclass
