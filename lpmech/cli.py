@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from . import __version__, plotting
+from . import __version__, commands, plotting
 from . import io as lpio
 from .errors import CertificationError, InfeasibleError, InputError, LpmechError
 from .instance import Instance, grid, read_distances, read_edges, read_points
@@ -73,34 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "expected loss (loss = the metric) under the prior, with a certified realised "
                     "epsilon and a dual bound. Without an instance flag the instance is a "
                     f"{DEFAULT_GRID} grid.")
-    src = p.add_argument_group("instance (choose one)").add_mutually_exclusive_group()
-    src.add_argument("--grid", metavar="WxH",
-                     help=f"WxH grid of cell centres, Euclidean metric (default {DEFAULT_GRID})")
-    src.add_argument("--points", metavar="FILE",
-                     help="CSV of points x,y (header optional), Euclidean metric")
-    src.add_argument("--distances", metavar="FILE",
-                     help="distance matrix in .npy or .npz (array 'distances'; an .npz may also "
-                          "carry 'prior' and 'loss')")
-    src.add_argument("--graph", metavar="EDGES.csv",
-                     help="CSV edge list u,v[,weight] (header optional; missing weight = 1); "
-                          "shortest-path metric")
-    p.add_argument("--cell", type=float, metavar="SIZE",
-                   help="grid cell size in km (with --grid; default 1)")
-    p.add_argument("--latlon", action="store_true",
-                   help="with --points: the columns are lat,lon in degrees and the metric is the "
-                        "Haversine distance in km")
-    p.add_argument("--allow-nonmetric", action="store_true",
-                   help="with --distances: skip the triangle-inequality check")
+    add_instance_arguments(p)
     p.add_argument("--epsilon", type=float, default=1.0,
                    help="privacy budget per unit of distance (default 1)")
-    p.add_argument("--gamma", type=float, default=math.inf,
-                   help="Geo-Ind neighbour threshold: constrain only pairs with d <= gamma "
-                        "(default inf: all pairs)")
-    p.add_argument("--prior", metavar="SPEC",
-                   help="prior over the locations: 'uniform' (default; a --distances .npz's own "
-                        "'prior' array wins over the default), 'random:SEED' (Dirichlet(1) from "
-                        "numpy.random.default_rng(SEED)), 'counts:FILE' (proportional to counts), "
-                        "or FILE (.npy or one-column CSV of probabilities summing to 1)")
     p.add_argument("--solver", choices=list(SOLVERS), default="highs",
                    help="highs: fast sparse path, dual simplex (default); highs-ipm: interior "
                         "point + crossover; highs-choose: HiGHS decides; pyomo: the declarative "
@@ -129,7 +104,44 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--epsilon", type=float, help="target epsilon (default: the saved one)")
     c.add_argument("--gamma", type=float, help="neighbour threshold (default: the saved one)")
     c.set_defaults(func=cmd_certify)
+
+    for module in commands.modules():
+        module.register(sub, common)
     return parser
+
+
+
+def add_instance_arguments(p: argparse.ArgumentParser, *, default_grid: str = DEFAULT_GRID) -> None:
+    """The instance flags shared by the subcommands (read back by :func:`load_instance`):
+    ``--grid/--points/--distances/--graph``, ``--cell``, ``--latlon``, ``--allow-nonmetric``,
+    ``--gamma`` and ``--prior``."""
+    src = p.add_argument_group("instance (choose one)").add_mutually_exclusive_group()
+    src.add_argument("--grid", metavar="WxH",
+                     help=f"WxH grid of cell centres, Euclidean metric (default {default_grid})")
+    src.add_argument("--points", metavar="FILE",
+                     help="CSV of points x,y (header optional), Euclidean metric")
+    src.add_argument("--distances", metavar="FILE",
+                     help="distance matrix in .npy or .npz (array 'distances'; an .npz may also "
+                          "carry 'prior' and 'loss')")
+    src.add_argument("--graph", metavar="EDGES.csv",
+                     help="CSV edge list u,v[,weight] (header optional; missing weight = 1); "
+                          "shortest-path metric")
+    p.add_argument("--cell", type=float, metavar="SIZE",
+                   help="grid cell size in km (with --grid; default 1)")
+    p.add_argument("--latlon", action="store_true",
+                   help="with --points: the columns are lat,lon in degrees and the metric is the "
+                        "Haversine distance in km")
+    p.add_argument("--allow-nonmetric", action="store_true",
+                   help="with --distances: skip the triangle-inequality check")
+    p.add_argument("--gamma", type=float, default=math.inf,
+                   help="Geo-Ind neighbour threshold: constrain only pairs with d <= gamma "
+                        "(default inf: all pairs)")
+    p.add_argument("--prior", metavar="SPEC",
+                   help="prior over the locations: 'uniform' (default; a --distances .npz's own "
+                        "'prior' array wins over the default), 'random:SEED' (Dirichlet(1) from "
+                        "numpy.random.default_rng(SEED)), 'counts:FILE' (proportional to counts), "
+                        "or FILE (.npy or one-column CSV of probabilities summing to 1)")
+    p.set_defaults(default_grid=default_grid)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +169,7 @@ def cmd_omg(args) -> int:
     path, method = SOLVERS[args.solver]
     info = {"command": "omg", "solver": args.solver, "epsilon": args.epsilon,
             "gamma": args.gamma}
-    with _json_on_error(args, info):
+    with json_on_error(args, info):
         if args.out is not None:  # fail now, not after a long solve
             lpio.check_output_path(args.out, suffix=".npz")
         if args.plot is not None:
@@ -166,7 +178,7 @@ def cmd_omg(args) -> int:
         info.update(instance=inst.describe(), K=inst.K, prior=_prior_description(args, inst))
         log.info("instance %s, epsilon %g, solver %s", inst.describe(), args.epsilon, args.solver)
         try:
-            with _solver_log_to_stderr(args.verbose):
+            with solver_log_to_stderr(args.verbose):
                 res = omg.solve(inst, args.epsilon, path=path, method=method,
                                 time_limit=args.time_limit, max_loss=args.max_loss,
                                 verbose=args.verbose)
@@ -191,7 +203,7 @@ def cmd_omg(args) -> int:
     summary["backend"] = summary.pop("solver", None)
     out = {**summary, **info, "unit": inst.unit, "out": args.out, "plot": args.plot}
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         _print_omg_report(out)
     return 0
@@ -212,7 +224,8 @@ def load_instance(args) -> Instance:
     elif args.graph is not None:
         inst = read_edges(args.graph)
     else:
-        w, h = parse_grid(DEFAULT_GRID if args.grid is None else args.grid)
+        w, h = parse_grid(getattr(args, "default_grid", DEFAULT_GRID) if args.grid is None
+                          else args.grid)
         inst = grid(w, h, cell=1.0 if args.cell is None else args.cell)
     inst = apply_prior(inst, args.prior)
     if args.gamma != inst.gamma:
@@ -285,7 +298,7 @@ def _print_omg_report(out: dict) -> None:
 def cmd_certify(args) -> int:
     """``lpmech certify``: re-certify a saved mechanism; exit 5 if it fails."""
     info = {"command": "certify", "file": args.file}
-    with _json_on_error(args, info):
+    with json_on_error(args, info):
         saved = lpio.load_mechanism(args.file)
         eps = saved.epsilon if args.epsilon is None else args.epsilon
         gamma = saved.gamma if args.gamma is None else args.gamma
@@ -300,7 +313,7 @@ def cmd_certify(args) -> int:
            "rtol": cert.rtol, "saved_epsilon": saved.epsilon,
            "saved_realized_epsilon": saved.certificate.get("realized_epsilon")}
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         gamma_txt = "" if math.isinf(cert.gamma) else f", gamma {cert.gamma:g}"
         print("\n".join([
@@ -328,12 +341,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _print_json(obj: dict) -> None:
+def print_json(obj: dict) -> None:
     print(lpio.dumps(obj))
 
 
 @contextlib.contextmanager
-def _json_on_error(args, info: dict):
+def json_on_error(args, info: dict):
     """With ``--json``, an LpmechError still gives one JSON object on stdout (status, error,
     exit_code, what is known so far, and the partial result's summary), then propagates."""
     try:
@@ -345,7 +358,7 @@ def _json_on_error(args, info: dict):
                 partial = exc.result.summary()
                 partial["backend"] = partial.pop("solver", None)
             status = exc.result.status if exc.result is not None else "error"
-            _print_json({"status": status, "error": _one_line(exc),
+            print_json({"status": status, "error": _one_line(exc),
                          "error_type": type(exc).__name__, "exit_code": exc.exit_code,
                          **partial, **info})
         raise
@@ -371,7 +384,7 @@ def _logging_to_stderr(verbose: bool):
 
 
 @contextlib.contextmanager
-def _solver_log_to_stderr(verbose: bool):
+def solver_log_to_stderr(verbose: bool):
     """With ``verbose``, send what the solver prints to stdout to stderr instead, so stdout keeps
     only the report or the JSON object.
 
@@ -409,7 +422,8 @@ def _flush_c_stdout() -> None:
         ctypes.CDLL(None).fflush(None)
 
 
-__all__ = ["SOLVERS", "apply_prior", "build_parser", "load_instance", "main", "parse_grid"]
+__all__ = ["SOLVERS", "add_instance_arguments", "apply_prior", "build_parser", "json_on_error",
+           "load_instance", "main", "parse_grid", "print_json", "solver_log_to_stderr"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
