@@ -122,10 +122,15 @@ def test_pyomo_model_and_fast_path_agree(inst):
     pyomo_rows, fast_rows = _pyomo_rows(model), _fast_rows(lp, inst.K)
     assert len(model.geo_ind) == lp.n_geo_ind == len(fast_rows)
     assert pyomo_rows == fast_rows
-    # brute count of the ordered neighbour pairs times outputs
-    n_pairs = sum(1 for i in range(inst.K) for j in range(inst.K)
-                  if i != j and inst.metric[i, j] <= inst.gamma)
-    assert lp.n_geo_ind == n_pairs * inst.K
+    # brute count of the ordered neighbour pairs with no point strictly between them, times outputs
+    d, K = inst.metric, inst.K
+    between = [[any(0 < d[i, m] and 0 < d[m, j] and d[i, m] + d[m, j] <= d[i, j] + 1e-12
+                    for m in range(K)) for j in range(K)] for i in range(K)]
+    n_pairs = sum(1 for i in range(K) for j in range(K)
+                  if i != j and d[i, j] <= inst.gamma and not between[i][j])
+    assert lp.n_geo_ind == n_pairs * K
+    n_all = sum(1 for i in range(K) for j in range(K) if i != j and d[i, j] <= inst.gamma)
+    assert omg.build_lp(inst, eps, reduce=False).n_geo_ind == n_all * K >= lp.n_geo_ind
     res_p, res_f = omg.solve_model(model), omg.solve(inst, eps)
     check_certified(res_p, inst, eps)
     assert res_p.objective == pytest.approx(res_f.objective, rel=1e-9)

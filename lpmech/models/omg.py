@@ -36,13 +36,57 @@ from .common import certified_result
 log = logging.getLogger(__name__)
 
 
-def geo_ind_pairs(instance: Instance, epsilon: float):
-    """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (those > 0)."""
+def implied_pairs(metric, mask=None, *, rtol: float = 1e-12) -> np.ndarray:
+    """Pairs whose Geo-Ind rows are implied by two strictly shorter pairs (a point "between" them).
+
+    (i, j) is implied when some l ≠ i, j has 0 < d_il, 0 < d_lj and d_il + d_lj ≤ d_ij: then
+    z_ik ≤ e^{ε d_il} z_lk ≤ e^{ε (d_il + d_lj)} z_jk ≤ e^{ε d_ij} z_jk for every output k and every
+    ε, and both shorter pairs are kept or implied in turn (induction on d). On a graph metric every
+    non-edge is implied (only edges remain); on a grid every pair with a cell on the segment between
+    them is. ``mask`` restricts to the pairs that need a row (d ≤ γ; shorter pairs stay within γ).
+    ``rtol`` absorbs round-off in d_il + d_lj = d_ij; the certificate still checks every pair.
+    """
+    d = np.asarray(metric, float)
+    K = d.shape[0]
+    pos = d > 0
+    out = np.zeros((K, K), dtype=bool)
+    step = max(1, 2_000_000 // (K * K))
+    for start in range(0, K, step):
+        i = slice(start, min(K, start + step))
+        via = d[i, :, None] + d[None, :, :]  # via[a, l, j] = d_il + d_lj
+        ok = (via <= d[i, None, :] * (1 + rtol)) & pos[i, :, None] & pos[None, :, :]
+        out[i] = ok.any(axis=1)
+    out &= pos
+    if mask is not None:
+        out &= mask
+    return out
+
+
+def geo_ind_pairs(instance: Instance, epsilon: float, *, reduce: bool = True):
+    """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (those > 0).
+
+    With ``reduce`` (default) the pairs of :func:`implied_pairs` are left out: the optimum is the
+    same and the certificate still checks them.
+    """
     eps = check_epsilon(epsilon)
-    i, j = np.nonzero(instance.neighbours())
+    mask = instance.neighbours()
+    if reduce:
+        mask = mask & ~implied_pairs(instance.metric, mask)
+    i, j = np.nonzero(mask)
     factor = np.exp(-eps * instance.metric[i, j])
     keep = factor > 0
     return i[keep], j[keep], factor[keep]
+
+
+def factor_matrix(instance: Instance, epsilon: float, *, reduce: bool = True) -> np.ndarray:
+    """F[i, j] = e^{−ε d_ij} for the pairs of :func:`geo_ind_pairs`, 0 elsewhere (K×K).
+
+    Column k of a mechanism satisfies every row iff max_i F[i, j] z[i, k] ≤ z[j, k] for all j.
+    """
+    i, j, f = geo_ind_pairs(instance, epsilon, reduce=reduce)
+    F = np.zeros((instance.K, instance.K))
+    F[i, j] = f
+    return F
 
 
 def _check_max_loss(max_loss) -> None:
@@ -66,11 +110,12 @@ class LPData:
         return solve_lp(self.c, self.A, self.row_lo, self.row_hi, self.col_lo, self.col_hi, **kwargs)
 
 
-def build_lp(instance: Instance, epsilon: float, *, max_loss: float | None = None) -> LPData:
+def build_lp(instance: Instance, epsilon: float, *, max_loss: float | None = None,
+             reduce: bool = True) -> LPData:
     """The OMG LP (1)–(7) as sparse arrays (the fast path). ``max_loss`` adds one row
-    Σ p_i L_ik z_ik ≤ max_loss (a utility requirement)."""
+    Σ p_i L_ik z_ik ≤ max_loss (a utility requirement); ``reduce`` drops implied rows."""
     K = instance.K
-    i, j, f = geo_ind_pairs(instance, epsilon)
+    i, j, f = geo_ind_pairs(instance, epsilon, reduce=reduce)
     _check_max_loss(max_loss)
     P = i.size
     k = np.arange(K)
@@ -96,16 +141,18 @@ def build_lp(instance: Instance, epsilon: float, *, max_loss: float | None = Non
                   col_lo=np.zeros(K * K), col_hi=np.ones(K * K), n_geo_ind=P * K)
 
 
-def build_pyomo(instance: Instance, epsilon: float, *, max_loss: float | None = None):
+def build_pyomo(instance: Instance, epsilon: float, *, max_loss: float | None = None,
+                reduce: bool = True):
     """The OMG LP (1)–(7) as a declarative Pyomo model.
 
     Components: ``V`` (locations), ``P`` (ordered neighbour pairs), ``factor[i, j]`` = e^{−ε d_ij},
     ``z[i, k]`` in [0, 1], ``geo_ind[i, j, k]`` (1), ``unit[i]`` (2) and the objective ``cost`` (4).
-    Add your own constraints to the returned model, then call :func:`solve_model`.
+    ``reduce`` drops implied rows (:func:`implied_pairs`). Add your own constraints to the returned
+    model, then call :func:`solve_model`.
     """
     import pyomo.environ as pyo  # imported on use: Pyomo takes ~1 s to import
 
-    i, j, f = geo_ind_pairs(instance, epsilon)
+    i, j, f = geo_ind_pairs(instance, epsilon, reduce=reduce)
     _check_max_loss(max_loss)
     p, L = instance.prior, instance.loss
     m = pyo.ConcreteModel(name="OMG")

@@ -45,6 +45,28 @@ def _inf(a) -> np.ndarray:
     return np.where(np.isposinf(a), highspy.kHighsInf, np.where(np.isneginf(a), -highspy.kHighsInf, a))
 
 
+def new_highs(method: str = "simplex", *, time_limit: float | None = None,
+              options: dict | None = None, verbose: bool = False) -> highspy.Highs:
+    """A ``highspy.Highs`` with the package's default options, ``method`` and ``time_limit`` set."""
+    if method not in METHODS:
+        raise InputError(f"unknown HiGHS method {method!r}: use one of {METHODS}")
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    for k, v in {**DEFAULT_OPTIONS, "solver": method, **(options or {})}.items():
+        h.setOptionValue(k, v)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    return h
+
+
+def add_rows(h: highspy.Highs, A, lo, hi) -> None:
+    """Append the rows ``lo ≤ A x ≤ hi`` (``A`` scipy-sparse, ±inf allowed) to a HiGHS model."""
+    A = sp.csr_matrix(A, dtype=float)
+    A.eliminate_zeros()
+    h.addRows(A.shape[0], _inf(lo), _inf(hi), A.nnz, A.indptr[:-1].astype(np.int32),
+              A.indices.astype(np.int32), A.data)
+
+
 def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
              method: str = "simplex", time_limit: float | None = None, warm_start=None,
              want_ray: bool = False, options: dict | None = None, verbose: bool = False) -> Result:
@@ -62,9 +84,9 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
         options: further HiGHS options (names as in the HiGHS docs).
         verbose: show HiGHS' log.
     """
+    time_limit = check_time_limit(time_limit)
     if method not in METHODS:
         raise InputError(f"unknown HiGHS method {method!r}: use one of {METHODS}")
-    time_limit = check_time_limit(time_limit)
     A = sp.csc_matrix(A, dtype=float)
     A.eliminate_zeros()
     A.sort_indices()
@@ -86,12 +108,7 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", bool(verbose))
-    for k, v in {**DEFAULT_OPTIONS, "solver": method, **(options or {})}.items():
-        h.setOptionValue(k, v)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", time_limit)
+    h = new_highs(method, time_limit=time_limit, options=options, verbose=verbose)
     h.passModel(lp)
     if warm_start is not None:
         if isinstance(warm_start, highspy.HighsBasis):

@@ -1,0 +1,153 @@
+"""Lazy constraint generation: solve an LP whose rows are too many to write down.
+
+:class:`LazyLP` keeps one HiGHS model with the rows found so far. :meth:`LazyLP.solve` alternates a
+(warm-restarted) solve with a *separation oracle* ``separate(x) -> (A_new, lo_new, hi_new) | None``
+that returns some rows the point ``x`` violates, until the oracle finds none. Dual simplex restarts
+from the previous basis after rows are added (the old basis stays dual feasible), so each round
+costs a few pivots.
+
+Every relaxed LP is a relaxation of the full one, so the Lagrangian bound of its duals
+(:func:`lpmech.certificate.lagrangian_bound`) is a valid lower bound for the full LP at every round;
+when the oracle finds nothing, ``x`` is feasible for the full LP up to the oracle's tolerance and the
+gap closes. The caller certifies the final point against *all* rows (the oracle's tolerance is not
+trusted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..certificate import lagrangian_bound
+from ..errors import InputError
+from .highs import _STATUS, add_rows, new_highs
+from .result import check_time_limit
+
+log = logging.getLogger(__name__)
+
+Separation = Callable[[np.ndarray], "tuple[sp.spmatrix, np.ndarray, np.ndarray] | None"]
+
+
+@dataclasses.dataclass
+class LazyOutcome:
+    """What :meth:`LazyLP.solve` found: status, point, relaxed objective, valid bound, trace."""
+
+    status: str
+    x: np.ndarray | None
+    objective: float | None
+    duals: np.ndarray | None
+    rounds: int
+    rows: int
+    trace: list[dict]
+
+
+class LazyLP:
+    """``min c·x  s.t.  (rows so far), col_lo ≤ x ≤ col_hi``, rows added by a separation oracle.
+
+    Args:
+        c, col_lo, col_hi: objective and variable bounds (finite bounds keep every bound finite).
+        separate: the oracle; it must return only rows valid for the full LP.
+        A, row_lo, row_hi: optional rows to start with (scipy-sparse).
+        method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold).
+        options, verbose: passed to HiGHS.
+    """
+
+    def __init__(self, c, col_lo, col_hi, separate: Separation, *, A=None, row_lo=None,
+                 row_hi=None, method: str = "simplex", options: dict | None = None,
+                 verbose: bool = False):
+        self.c = np.asarray(c, float)
+        n = self.c.size
+        self.col_lo = np.asarray(col_lo, float)
+        self.col_hi = np.asarray(col_hi, float)
+        if self.col_lo.shape != (n,) or self.col_hi.shape != (n,):
+            raise InputError("LazyLP: c, col_lo and col_hi must have the same length")
+        self.separate = separate
+        self.h = new_highs(method, options=options, verbose=verbose)
+        self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
+        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), self.c)
+        self._blocks: list[sp.csr_matrix] = []
+        self._lo: list[np.ndarray] = []
+        self._hi: list[np.ndarray] = []
+        if A is not None:
+            self.add_rows(A, row_lo, row_hi)
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(b.shape[0] for b in self._blocks))
+
+    def add_rows(self, A, lo, hi) -> None:
+        """Add rows ``lo ≤ A x ≤ hi`` to the model."""
+        A = sp.csr_matrix(A, dtype=float)
+        if A.shape[1] != self.c.size:
+            raise InputError(f"LazyLP: rows have {A.shape[1]} columns, the LP has {self.c.size}")
+        lo = np.broadcast_to(np.asarray(lo, float), (A.shape[0],)).copy()
+        hi = np.broadcast_to(np.asarray(hi, float), (A.shape[0],)).copy()
+        add_rows(self.h, A, lo, hi)
+        self._blocks.append(A)
+        self._lo.append(lo)
+        self._hi.append(hi)
+
+    def set_cost(self, c) -> None:
+        """Change the objective (the model and its basis are kept: a warm restart)."""
+        self.c = np.asarray(c, float)
+        self.h.changeColsCost(self.c.size, np.arange(self.c.size, dtype=np.int32), self.c)
+
+    def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """All rows so far: ``(A, row_lo, row_hi)``."""
+        if not self._blocks:
+            return sp.csr_matrix((0, self.c.size)), np.zeros(0), np.zeros(0)
+        return sp.vstack(self._blocks, format="csr"), np.concatenate(self._lo), np.concatenate(self._hi)
+
+    def bound(self, duals) -> float:
+        """Lagrangian bound of ``duals`` on the rows so far: valid for the full LP."""
+        A, lo, hi = self.matrix()
+        return lagrangian_bound(self.c, A, lo, hi, self.col_lo, self.col_hi, duals)
+
+    def solve(self, *, time_limit: float | None = None, max_rounds: int = 10_000) -> LazyOutcome:
+        """Solve, separate, add rows, repeat until the oracle finds no violated row."""
+        time_limit = check_time_limit(time_limit)
+        t0 = time.perf_counter()
+        trace: list[dict] = []
+        for rnd in range(1, max_rounds + 1):
+            if time_limit is not None:
+                left = time_limit - (time.perf_counter() - t0)
+                if left <= 0:
+                    return self._outcome("time_limit", None, rnd - 1, trace)
+                self.h.setOptionValue("time_limit", left)
+            ts = time.perf_counter()
+            self.h.run()
+            status = _STATUS.get(self.h.getModelStatus(), "error")
+            solve_s = time.perf_counter() - ts
+            if status != "optimal":
+                return self._outcome(status, None, rnd, trace)
+            sol = self.h.getSolution()
+            x = np.array(sol.col_value)
+            ts = time.perf_counter()
+            cut = self.separate(x)
+            sep_s = time.perf_counter() - ts
+            added = 0 if cut is None else cut[0].shape[0]
+            trace.append({"round": rnd, "rows": self.n_rows, "added": added,
+                          "objective": float(self.h.getInfo().objective_function_value),
+                          "solve_s": solve_s, "separate_s": sep_s})
+            if added == 0:
+                return self._outcome("optimal", x, rnd, trace, np.array(sol.row_dual))
+            self.add_rows(*cut)
+        return self._outcome("time_limit", None, max_rounds, trace)
+
+    def _outcome(self, status, x, rounds, trace, duals=None) -> LazyOutcome:
+        obj = None if x is None else float(self.c @ x)
+        return LazyOutcome(status, x, obj, duals, rounds, self.n_rows, trace)
+
+
+def _finite(a: np.ndarray) -> np.ndarray:
+    import highspy
+
+    return np.clip(a, -highspy.kHighsInf, highspy.kHighsInf)
+
+
+__all__ = ["LazyLP", "LazyOutcome"]
