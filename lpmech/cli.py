@@ -38,7 +38,7 @@ from .models import omg
 log = logging.getLogger("lpmech.cli")
 
 DEFAULT_GRID = "6x6"
-#: --solver choice -> (omg.solve path, HiGHS method on the fast path)
+#: --solver choice -> (omg.solve path, HiGHS algorithm on the fast path)
 SOLVERS = {
     "highs": ("fast", "simplex"),
     "highs-ipm": ("fast", "ipm"),
@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_instance_arguments(p)
     p.add_argument("--epsilon", type=float, default=1.0,
                    help="privacy budget per unit of distance (default 1)")
+    p.add_argument("--method", choices=list(omg.METHODS), default="auto",
+                   help="full: every Geo-Ind row; cutting-plane: lazy rows (exact); decomposition: "
+                        "Dantzig-Wolfe by output column with lazy rows (exact, fastest at large K); "
+                        "spanner: rows on a delta-spanner with eps/delta (approximate, certified); "
+                        f"auto (default): full up to K={omg.AUTO_FULL_MAX_K}, else decomposition "
+                        "(the report says which ran)")
+    p.add_argument("--delta", type=float, default=1.1,
+                   help="spanner dilation for --method spanner (default 1.1)")
     p.add_argument("--solver", choices=list(SOLVERS), default="highs",
                    help="highs: fast sparse path, dual simplex (default); highs-ipm: interior "
                         "point + crossover; highs-choose: HiGHS decides; pyomo: the declarative "
@@ -166,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_omg(args) -> int:
     """``lpmech omg``: build the instance, solve, report, save."""
-    path, method = SOLVERS[args.solver]
+    path, algorithm = SOLVERS[args.solver]
+    if args.method == "auto" and args.max_loss is not None:
+        args.method = "full"  # the utility row needs the full model
     info = {"command": "omg", "solver": args.solver, "epsilon": args.epsilon,
             "gamma": args.gamma}
     with json_on_error(args, info):
@@ -179,8 +189,9 @@ def cmd_omg(args) -> int:
         log.info("instance %s, epsilon %g, solver %s", inst.describe(), args.epsilon, args.solver)
         try:
             with solver_log_to_stderr(args.verbose):
-                res = omg.solve(inst, args.epsilon, path=path, method=method,
-                                time_limit=args.time_limit, max_loss=args.max_loss,
+                res = omg.solve(inst, args.epsilon, method=args.method, path=path,
+                                algorithm=algorithm, time_limit=args.time_limit,
+                                max_loss=args.max_loss, delta=args.delta,
                                 verbose=args.verbose)
         except InfeasibleError as exc:
             if args.max_loss is None:
@@ -266,9 +277,11 @@ def _prior_description(args, inst: Instance) -> str:
 
 
 def _solver_details(out: dict) -> str:
+    auto = " (auto)" if out.get("requested_method") == "auto" else ""
     if out.get("path") == "fast":
-        return f"{out['backend']} {out.get('method')}, sparse fast path"
-    return f"{out['backend']}, declarative model"
+        algo = f" {out['algorithm']}" if out.get("algorithm") else ""
+        return f"method {out.get('method')}{auto}, {out['backend']}{algo}, sparse fast path"
+    return f"method full{auto}, {out['backend']}, declarative model"
 
 
 def _print_omg_report(out: dict) -> None:

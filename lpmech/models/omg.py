@@ -190,44 +190,96 @@ def solve_model(model, *, solver: str = "appsi_highs", time_limit: float | None 
     return certified_result(res, raw, instance, eps, name="OMG")
 
 
-def solve(instance: Instance, epsilon: float, *, path: str = "fast", method: str = "simplex",
-          time_limit: float | None = None, max_loss: float | None = None,
+#: solve methods; "auto" picks "full" up to AUTO_FULL_MAX_K locations, else "decomposition"
+METHODS = ("auto", "full", "cutting-plane", "decomposition", "spanner")
+AUTO_FULL_MAX_K = 25
+
+
+def choose_method(instance: Instance, method: str = "auto", path: str = "fast") -> str:
+    """The solve method ``method="auto"`` stands for (measured: ``benchmarks/omg_scaling.py``)."""
+    if method not in METHODS:
+        raise InputError(f"unknown OMG method {method!r}: use one of {', '.join(METHODS)}")
+    if method != "auto":
+        if path == "pyomo" and method != "full":
+            raise InputError(f"path='pyomo' builds the full model; method {method!r} needs the "
+                             "fast path")
+        return method
+    if path == "pyomo" or instance.K <= AUTO_FULL_MAX_K:
+        return "full"
+    return "decomposition"
+
+
+def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str = "fast",
+          algorithm: str = "simplex", time_limit: float | None = None,
+          max_loss: float | None = None, delta: float = 1.1, reduce: bool = True,
           verbose: bool = False) -> Result:
     """Optimal (ε, γ)-Geo-Ind mechanism for ``instance`` (seed 002 (6)–(7)), certified.
 
     Args:
         instance: locations, metric d, prior p, loss L and γ.
         epsilon: privacy budget ε (per unit of the metric).
-        path: ``"fast"`` (vectorised arrays straight to HiGHS) or ``"pyomo"`` (the declarative model).
-        method: HiGHS algorithm on the fast path: ``"simplex"``, ``"ipm"`` or ``"choose"``.
+        method: ``"full"`` (every row written), ``"cutting-plane"`` (lazy rows, exact),
+            ``"decomposition"`` (Dantzig–Wolfe by output column with lazy rows, exact),
+            ``"spanner"`` (δ-spanner rows with ε/δ: approximate, certified ε-Geo-Ind) or
+            ``"auto"`` (:func:`choose_method`; ``stats["method"]`` says what ran).
+            See :mod:`lpmech.models.omg_large`.
+        path: ``"fast"`` (vectorised arrays straight to HiGHS) or ``"pyomo"`` (the declarative
+            model; full method only).
+        algorithm: HiGHS algorithm of the full and cutting-plane methods: ``"simplex"``,
+            ``"ipm"`` or ``"choose"``.
         time_limit: seconds for the solver.
-        max_loss: optional utility requirement, expected loss ≤ max_loss.
-        verbose: show the solver's log.
+        max_loss: optional utility requirement, expected loss ≤ max_loss (full method only).
+        delta: spanner dilation (method ``"spanner"``).
+        reduce: leave out implied rows (:func:`implied_pairs`); the optimum does not change.
+        verbose: show the solver's log (and the rounds of the large-K methods).
 
-    Returns a :class:`Result` whose mechanism is certified (realised ε ≤ ε·(1+1e-6)) and whose
-    bound is the Lagrangian bound of the solver's duals. Raises ``InfeasibleError``,
-    ``TimeLimitError`` or ``CertificationError`` instead of returning an uncertified matrix.
+    Returns a :class:`Result` whose mechanism is certified against *every* Geo-Ind pair (realised
+    ε ≤ ε·(1+1e-6)) and whose bound is a Lagrangian bound valid for the exact OMG optimum. Raises
+    ``InfeasibleError``, ``TimeLimitError`` or ``CertificationError`` instead of returning an
+    uncertified matrix.
     """
     eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
-    if path == "pyomo":
-        model = build_pyomo(instance, eps, max_loss=max_loss)
+    chosen = choose_method(instance, method, path)
+    if max_loss is not None and chosen != "full":
+        raise InputError("max_loss needs method='full'")
+    if chosen == "full" and path == "pyomo":
+        model = build_pyomo(instance, eps, max_loss=max_loss, reduce=reduce)
         t_build = time.perf_counter() - t0
         res = solve_model(model, time_limit=time_limit, tee=verbose)
-    elif path == "fast":
-        lp = build_lp(instance, eps, max_loss=max_loss)
+    elif path != "fast":
+        raise InputError(f"unknown OMG path {path!r}: use 'fast' or 'pyomo'")
+    elif chosen == "full":
+        lp = build_lp(instance, eps, max_loss=max_loss, reduce=reduce)
         t_build = time.perf_counter() - t0
-        res = lp.solve(method=method, time_limit=time_limit, verbose=verbose)
-        res.stats.update(path="fast", geo_ind_rows=lp.n_geo_ind)
+        res = lp.solve(method=algorithm, time_limit=time_limit, verbose=verbose)
+        res.stats.update(path="fast", geo_ind_rows=lp.n_geo_ind, algorithm=algorithm)
+    else:
+        from . import omg_large
+
+        F = factor_matrix(instance, eps, reduce=reduce)
+        t_build = time.perf_counter() - t0
+        if chosen == "cutting-plane":
+            res = omg_large.solve_cutting_plane(instance, eps, F=F, algorithm=algorithm,
+                                                time_limit=time_limit, verbose=verbose)
+        elif chosen == "decomposition":
+            res = omg_large.solve_decomposition(instance, eps, F=F, time_limit=time_limit,
+                                                verbose=verbose)
+        else:
+            res = omg_large.solve_spanner(instance, eps, delta=delta, time_limit=time_limit,
+                                          verbose=verbose)
+        res.stats["path"] = "fast"
+    if path == "fast":
         raw = None if res.x is None else res.x.reshape(instance.K, instance.K)
         res = certified_result(res, raw, instance, eps, name="OMG")
-    else:
-        raise InputError(f"unknown OMG path {path!r}: use 'fast' or 'pyomo'")
+    res.stats.update(method=chosen, requested_method=method, reduce=reduce)
     res.stats["model_build_s"] = t_build
     res.stats["time_s"] = time.perf_counter() - t0
-    log.info("OMG K=%d eps=%g: objective %.9g, bound %s, gap %s, realised eps %.9g",
-             instance.K, eps, res.objective, res.bound, res.gap, res.certificate.realized_epsilon)
+    log.info("OMG K=%d eps=%g method %s%s: objective %.9g, bound %s, gap %s, realised eps %.9g",
+             instance.K, eps, chosen, " (auto)" if method == "auto" else "", res.objective,
+             res.bound, res.gap, res.certificate.realized_epsilon)
     return res
 
 
-__all__ = ["LPData", "build_lp", "build_pyomo", "geo_ind_pairs", "solve", "solve_model"]
+__all__ = ["AUTO_FULL_MAX_K", "METHODS", "LPData", "build_lp", "build_pyomo", "choose_method",
+           "factor_matrix", "geo_ind_pairs", "implied_pairs", "solve", "solve_model"]
