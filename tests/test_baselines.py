@@ -289,5 +289,7 @@ def test_exponential_on_a_non_metric_fails_its_certificate():
 
 
 def test_public_names():
-    assert sorted(baselines.__all__) == ["exponential", "geometric", "planar_laplace",
-                                         "randomized_response"]
+    assert sorted(baselines.__all__) == sorted([
+        "UnaryEncoding", "exponential", "geometric", "oue", "planar_laplace", "planar_laplace_sample",
+        "randomized_response", "randomized_response_dprivate"])
+    assert all(callable(getattr(baselines, name)) for name in baselines.__all__)

@@ -468,7 +468,8 @@ def test_max_loss_below_optimum_exits_3(capsys, grid3):
 
 def test_time_limit_exits_4(capsys):
     limit = 0.3  # the 7x7 OMG LP (115k rows) needs ~100x longer with dual simplex
-    code, out, err = run_json(capsys, "omg", "--grid", "7x7", "--time-limit", limit)
+    code, out, err = run_json(capsys, "omg", "--grid", "7x7", "--method", "full",
+                              "--time-limit", limit)
     assert code == 4
     assert out["status"] == "time_limit"
     assert out["highs_status"] == "Time limit reached"  # HiGHS' own word, not ours

@@ -1,6 +1,7 @@
 """OMG (seed 002 (1)–(7)): our optimum against qif, Pyomo model against fast path, certificates."""
 
 import math
+import time
 
 import cvxpy as cp
 import networkx as nx
@@ -170,8 +171,8 @@ def test_cvxpy_declaration_agrees_and_reports_dual_bound():
 
 
 def test_ipm_and_simplex_agree():
-    a = omg.solve(GRID, 1.0, method="ipm")
-    b = omg.solve(GRID, 1.0, method="simplex")
+    a = omg.solve(GRID, 1.0, method="full", algorithm="ipm")
+    b = omg.solve(GRID, 1.0, method="full", algorithm="simplex")
     check_certified(a, GRID, 1.0)
     assert a.objective == pytest.approx(b.objective, rel=1e-7)
 
@@ -189,8 +190,14 @@ def test_max_loss_infeasible_and_feasible():
 def test_time_limit_raises():
     inst = li.grid(7, 7)
     with pytest.raises(TimeLimitError, match="time limit") as info:
-        omg.solve(inst, 1.0, time_limit=0.05)
+        omg.solve(inst, 1.0, method="full", time_limit=0.05)
     assert info.value.result.stats["highs_status"] == "Time limit reached"
+    # the decomposition checks its limit between pricing solves
+    t0 = time.perf_counter()
+    with pytest.raises(TimeLimitError, match="time limit") as info:
+        omg.solve(li.grid(8, 8), 1.0, method="decomposition", time_limit=0.5)
+    assert time.perf_counter() - t0 < 15
+    assert info.value.result.status == "time_limit"
     # the Pyomo path passes the limit to its solver too (a 6x6 solve takes seconds)
     with pytest.raises(TimeLimitError, match="time limit") as info:
         omg.solve(li.grid(6, 6), 1.0, path="pyomo", time_limit=0.05)

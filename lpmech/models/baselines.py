@@ -26,7 +26,8 @@ from ..instance import Instance
 from ..mechanism import Mechanism, check_epsilon
 from .common import certified_mechanism
 
-__all__ = ["exponential", "geometric", "planar_laplace", "randomized_response"]
+__all__ = ["UnaryEncoding", "exponential", "geometric", "oue", "planar_laplace", "planar_laplace_sample",
+           "randomized_response", "randomized_response_dprivate"]
 
 _LOG_TINY = math.log(np.finfo(float).tiny)  # ≈ −708.4: below this a probability is not normal
 _QUAD_EPSREL = 1e-12  # relative accuracy of each planar-Laplace region probability
@@ -261,3 +262,93 @@ def _log_slope(y: float, x: float) -> float:
     if x == 0 or y == math.inf:
         return math.inf
     return math.log(y) - math.log(x)
+
+
+# ------------------------------------------- seed 000 baselines (LE comparisons, issue 5)
+# RR is :func:`randomized_response` (denominator e^ε + m − 1, the corrected form of seed 000 §VI)
+# and EM with ε/2 is :func:`exponential`; below: RR certified under d-privacy, OUE, and planar
+# Laplace sampled continuously on large grids.
+
+
+def randomized_response_dprivate(instance: Instance, epsilon: float) -> Mechanism:
+    """GRR at ε certified under ε-d-privacy on the instance's metric (seed 000 §VI).
+
+    An ε-LDP matrix is ε-d-private when every distance is ≥ 1 (after the seed's normalisation
+    d ← d/d_min); its realised d-privacy ε is ε/d_min. A metric with d_min < 1 fails the
+    certificate (CertificationError), as it should.
+    """
+    eps = check_epsilon(epsilon)
+    z = randomized_response(instance.K, eps).matrix
+    return certified_mechanism(z, instance, eps, name="randomized_response",
+                               hint="GRR is ε-d-private only when every distance is >= 1 "
+                                    "(normalise the metric by its smallest distance)")
+
+
+class UnaryEncoding:
+    """Optimised unary encoding (OUE; Wang et al., USENIX Security 2017), ε-LDP, m values.
+
+    A user with value x sends m bits: bit x is 1 with probability p = 1/2, every other bit is 1
+    with probability q = 1/(e^ε + 1). The server counts c_k = number of reports with bit k set and
+    estimates ĉ_k = (c_k − n q)/(p − q). Its output is a bit vector, not a value, so it has no
+    range-query error (seed 000 §VI). ``certificate`` holds the realised LDP ε,
+    ln[p(1−q) / ((1−p) q)] (the worst output differs from two inputs in their two bits).
+    """
+
+    def __init__(self, epsilon: float, m: int):
+        self.epsilon = check_epsilon(epsilon)
+        if int(m) != m or m < 1:
+            raise InputError(f"OUE needs m >= 1 values, got {m}")
+        self.m = int(m)
+        self.p, self.q = 0.5, 1.0 / (math.exp(self.epsilon) + 1.0)
+        real = math.log(self.p * (1 - self.q) / ((1 - self.p) * self.q))
+        from ..mechanism import EPS_RTOL, PrivacyCertificate
+
+        self.certificate = PrivacyCertificate(
+            notion="ldp", realized_epsilon=real, target_epsilon=self.epsilon, gamma=math.inf,
+            worst_violation=0.0, violation_ratio=0.0, violation_magnitude=0.0, n_constraints=0,
+            satisfied=real <= self.epsilon * (1 + EPS_RTOL))
+
+    def sample_counts(self, cstar, rng: np.random.Generator) -> np.ndarray:
+        """Bit counts c_k of n = Σ c* users: Binomial(c*_k, p) + Binomial(n − c*_k, q)."""
+        if not isinstance(rng, np.random.Generator):
+            raise InputError("pass an explicit numpy.random.Generator")
+        c = np.asarray(cstar, np.int64).ravel()
+        if c.shape != (self.m,) or (c < 0).any():
+            raise InputError(f"true counts must be {self.m} non-negative integers")
+        return rng.binomial(c, self.p) + rng.binomial(c.sum() - c, self.q)
+
+    def estimate(self, counts, n: float) -> np.ndarray:
+        """ĉ_k = (c_k − n q)/(p − q) (unbiased)."""
+        return (np.asarray(counts, float) - n * self.q) / (self.p - self.q)
+
+    def mse(self, n: float) -> float:
+        """Total MSE Σ_k Var(ĉ_k) = n m q(1−q)/(p−q)² + n(1−p−q)/(p−q) (seed 000 (22) with a=p, b=q)."""
+        p, q = self.p, self.q
+        return n * self.m * q * (1 - q) / (p - q) ** 2 + n * (1 - p - q) / (p - q)
+
+
+def oue(epsilon: float, m: int) -> UnaryEncoding:
+    """OUE on m values at ε; see :class:`UnaryEncoding`."""
+    return UnaryEncoding(epsilon, m)
+
+
+def planar_laplace_sample(rows, cols, W: int, H: int, epsilon: float,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Planar Laplace (Andrés et al. 2013) on a W×H grid of unit cells, sampled continuously.
+
+    Each true cell centre (row, col) gets noise of radius Gamma(2, 1/ε) at a uniform angle and is
+    snapped to the nearest cell, clamped to the grid (the mass beyond the border lands on the
+    border cells, as in :func:`planar_laplace`; seed 000 spec §6.2 item 7, no discretisation
+    correction). It is ε-Geo-Ind (post-processing); use it where the exact matrix of
+    :func:`planar_laplace` is too large. Returns the reported (rows, cols).
+    """
+    eps = check_epsilon(epsilon)
+    if not isinstance(rng, np.random.Generator):
+        raise InputError("pass an explicit numpy.random.Generator")
+    r0 = np.asarray(rows, float)
+    c0 = np.asarray(cols, float)
+    radius = rng.gamma(2.0, 1.0 / eps, size=r0.shape)
+    theta = rng.uniform(0.0, 2 * math.pi, size=r0.shape)
+    r = np.clip(np.rint(r0 + radius * np.sin(theta)), 0, H - 1).astype(np.int64)
+    c = np.clip(np.rint(c0 + radius * np.cos(theta)), 0, W - 1).astype(np.int64)
+    return r, c

@@ -47,9 +47,10 @@ from .omg import factor_matrix
 
 log = logging.getLogger(__name__)
 
-#: a row counts as violated when F_ij z_i − z_j exceeds this (z in [0, 1]); the certificate of the
-#: returned matrix checks every row exactly and repairs what is below this tolerance
-SEPARATION_TOL = 1e-10
+#: a row counts as violated when F_ij z_i − z_j exceeds this (z in [0, 1]). It must exceed HiGHS'
+#: primal feasibility tolerance (1e-9), or a row already in the LP could be "found" again; the
+#: certificate of the returned matrix checks every row exactly and repairs what is below it
+SEPARATION_TOL = 1e-8
 
 
 # ------------------------------------------------------------------------------ rows and oracle
@@ -184,7 +185,8 @@ class _Pricing:
         self.lp.set_cost(w)
         out = self.lp.solve()
         if out.status != "optimal":
-            raise SolverError(f"OMG pricing LP ended with status {out.status!r}")
+            raise SolverError(f"OMG pricing LP ended with status {out.status!r} after "
+                              f"{out.rounds} rounds of row generation")
         return np.clip(out.x, 0.0, 1.0), out.objective, min(0.0, self.lp.bound(out.duals))
 
 
@@ -270,12 +272,15 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         upper = float(master.getInfo().objective_function_value)
         lower, added = float(mu.sum()), 0
         for k in range(K):
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                break
             v, value, bound = pricing[k].price(C[:, k] - mu)
             lower += bound
             if value < -tol * max(abs(upper), 1e-12) / K:
                 add_column(k, v)
                 added += 1
-        best_lower = max(best_lower, lower)
+        else:
+            best_lower = max(best_lower, lower)  # a complete pricing round: a valid bound
         gap = (upper - best_lower) / max(abs(upper), 1e-12)
         elapsed = time.perf_counter() - t0
         trace.append({"round": rnd, "upper": upper, "lower": lower, "gap": gap, "added": added,
@@ -283,10 +288,10 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         (log.info if verbose else log.debug)(
             "OMG decomposition round %d: upper %.10g lower %.10g gap %.2e (+%d columns, %.1fs)",
             rnd, upper, best_lower, gap, added, elapsed)
+        if time_limit is not None and elapsed > time_limit:
+            break
         if gap <= tol or added == 0:
             status = "optimal"
-            break
-        if time_limit is not None and elapsed > time_limit:
             break
 
     lam = np.array(master.getSolution().col_value)

@@ -1,0 +1,582 @@
+"""LE: the linear-equations mechanism for local d-privacy (seed 000 §IV, eqs. (8)–(14)).
+
+Seed 000 (Gu, Li, Cao, Xiong, CNS 2019) makes every privacy row of the design problem (8) tight
+against the diagonal of its column, p_jk = e^{−ε d_jk} p_kk (9); the row sums then give
+
+    E p = 1,   E = [e^{−ε d_jk}]  (10),     P = E · diag(p).
+
+* :func:`le` builds P for any metric when the precondition of Prop. 1, p = E⁻¹1 ≥ 0, holds, and
+  certifies it (realised ε by :func:`lpmech.mechanism.realized_epsilon`). When it fails it raises
+  :class:`~lpmech.errors.InfeasibleError` naming the smallest ε at which it holds (bisection,
+  :func:`feasibility_threshold`). In 1-D (|i−j|) and on a Manhattan grid it holds for every ε; on
+  a Euclidean grid only above ε* (≈ 0.6654 per cell on large grids, spec §2.4).
+* :func:`build_pyomo` / :func:`build_lp`: the design problem (8) with the co-location objective
+  (12) (r = 0) or any range radius r and prior weights w: minimise Error_range (6)
+  = Σ_i w_i Σ_k 1[d_ik > r] p_ik, with the well-scaled rows e^{−ε d_ij} p_ik − p_jk ≤ 0. It is the
+  OMG LP of seed 002 with the range loss, so both builders reuse :mod:`lpmech.models.omg`.
+* :func:`kkt` verifies Theorem 1 with the multipliers (14) (λ = E⁻¹w, μ_ij^(i) = λ_j e^{−ε d_ij})
+  and reports stationarity, primal/dual feasibility and complementary slackness residuals; the
+  Lagrangian bound of those multipliers certifies LE's optimality. For a weighted objective
+  (non-uniform prior w) LE is optimal when E⁻¹w ≥ 0 (the LP-dual test of spec §2.6; sufficient,
+  not necessary).
+* :func:`solve` returns a certified :class:`~lpmech.solvers.result.Result`: LE with its KKT bound
+  when the test passes, else the LP optimum (warm-started from LE when LE is feasible) and the gap
+  of LE to it.
+* :class:`GridLE`: the scale path for a W×H grid (Euclidean or Manhattan metric in cells), never
+  forming an m×m matrix. E is block-Toeplitz: Euclidean solves use conjugate gradients (E is
+  symmetric positive definite: e^{−ε‖x‖} is a positive-definite kernel) with FFT products;
+  Manhattan uses E = E_H ⊗ E_W whose factors have tridiagonal inverses (exact, O(m)).
+
+Objective units: :func:`solve` reports the weighted co-location error 1 − Σ_k w_k p_kk (w the
+instance's prior, so uniform w gives the paper's Error_range at r = 0); :func:`kkt` works in the
+paper's units f(p) = −Σ_k w_k p_kk with w = 1 for (12).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+
+import numpy as np
+import scipy.fft as sfft
+import scipy.linalg as sla
+from scipy.sparse.linalg import LinearOperator, cg
+
+from ..certificate import OptimalityCertificate
+from ..errors import InfeasibleError, InputError, SolverError
+from ..instance import Instance
+from ..mechanism import Mechanism, PrivacyCertificate, check_epsilon
+from ..solvers.result import Result
+from . import omg
+from .common import certified_mechanism, certified_result
+
+log = logging.getLogger(__name__)
+
+_MAX_EXPONENT = 700.0  # ε·d beyond this underflows e^{−ε d} (dense path refuses it)
+P_TOL = 1e-12  # p_kk ≥ −P_TOL counts as non-negative (round-off of the solve)
+LAMBDA_TOL = 1e-10  # λ = E⁻¹w ≥ −LAMBDA_TOL·max|λ| passes the LP-dual test
+
+
+# ------------------------------------------------------------------------------ the mechanism
+
+
+def kernel(metric, epsilon: float) -> np.ndarray:
+    """E = [e^{−ε d_jk}] of (10)."""
+    d = np.asarray(metric, float)
+    eps = check_epsilon(epsilon)
+    if eps * d.max(initial=0.0) > _MAX_EXPONENT:
+        raise InputError(f"epsilon·d_max = {eps * d.max():.0f} > {_MAX_EXPONENT:.0f}: e^(-epsilon·d) "
+                         "underflows float64; use a smaller epsilon or domain, or GridLE on a grid")
+    return np.exp(-eps * d)
+
+
+def _sym_solve(E: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve E x = b for symmetric E: Cholesky when E is positive definite, else LU."""
+    try:
+        return sla.cho_solve(sla.cho_factor(E, check_finite=False), b, check_finite=False)
+    except sla.LinAlgError:
+        pass
+    try:
+        x = sla.solve(E, b, assume_a="sym", check_finite=False)
+    except sla.LinAlgError:
+        raise InputError("E = exp(-epsilon·d) is singular (two locations at distance 0?); LE needs "
+                         "E invertible (Theorem 1); merge duplicate locations") from None
+    res = np.abs(E @ x - b).max() / max(np.abs(b).max(), 1e-300)
+    if not np.isfinite(x).all() or res > 1e-6:
+        raise SolverError(f"E = exp(-epsilon·d) is numerically singular (relative residual {res:.1e}); "
+                          "LE is not defined here, use solve(..., path='lp') or the exponential "
+                          "mechanism")
+    return x
+
+
+def le_diagonal(metric, epsilon: float) -> np.ndarray:
+    """p = E⁻¹1 of (10): the diagonal of LE (may have negative entries: Prop. 1 fails)."""
+    E = kernel(metric, epsilon)
+    return _sym_solve(E, np.ones(E.shape[0]))
+
+
+def feasibility_threshold(min_p, epsilon: float, *, rtol: float = 1e-6, eps_max: float = 1e4) -> float:
+    """The smallest ε' ≥ ``epsilon`` at which min(E⁻¹1) ≥ 0, by doubling then bisection.
+
+    ``min_p(ε)`` returns min_k (E⁻¹1)_k. Assumes (as checked on grids, spec §2.4) that the
+    infeasible ε form one interval below the threshold; the answer is exact to ``rtol``.
+    """
+    lo, hi = float(epsilon), float(epsilon)
+    while min_p(hi) < -P_TOL:
+        lo, hi = hi, 2 * hi
+        if hi > eps_max:
+            raise InfeasibleError(f"E^-1 1 stays negative up to epsilon = {eps_max:g}; LE does not "
+                                  "exist for this metric (use solve(..., path='lp'))")
+    if hi == epsilon:
+        return hi
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        if min_p(mid) < -P_TOL:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _infeasible_message(p: np.ndarray, eps: float, threshold: float, where=None) -> str:
+    bad = np.flatnonzero(p < -P_TOL)
+    k = int(np.argmin(p))
+    at = f"{k}" if where is None else where(k)
+    return (f"LE is infeasible at epsilon = {eps:g}: E^-1 1 has {bad.size} negative entries "
+            f"(min {p[k]:.4g} at location {at}), so Prop. 1's precondition fails; it holds for "
+            f"epsilon >= {threshold:.6g} (bisection). Use a larger epsilon, the LP "
+            "(lpmech.models.le.solve(..., path='lp'), small domains), or the exponential mechanism")
+
+
+def _where(instance: Instance):
+    """Names a location by (row, col) on a grid instance, else by its index."""
+    if instance.kind == "grid" and instance.shape is not None:
+        W = instance.shape[0]
+        return lambda k: f"{k} (row {k // W}, col {k % W})"
+    return None
+
+
+def _check_instance(instance: Instance) -> None:
+    if not isinstance(instance, Instance):
+        raise InputError(f"expected an lpmech Instance, got {type(instance).__name__}")
+    if math.isfinite(instance.gamma):
+        raise InputError(f"LE is defined for local d-privacy (gamma = inf), but the instance has "
+                         f"gamma = {instance.gamma:g}; rebuild it without --gamma")
+
+
+def le(instance: Instance, epsilon: float) -> Mechanism:
+    """The LE mechanism P = E·diag(E⁻¹1) (9)–(10), certified under ε-d-privacy (Prop. 1).
+
+    Raises :class:`InfeasibleError` (naming the smallest feasible ε) when E⁻¹1 has negative entries.
+    """
+    _check_instance(instance)
+    eps = check_epsilon(epsilon)
+    p = le_diagonal(instance.metric, eps)
+    if p.min() < -P_TOL:
+        thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps)
+        raise InfeasibleError(_infeasible_message(p, eps, thr, _where(instance)))
+    P = kernel(instance.metric, eps) * np.clip(p, 0.0, None)[None, :]
+    return certified_mechanism(P, instance, eps, name="LE",
+                               hint="LE satisfies d-privacy for a metric with E^-1 1 >= 0 (Prop. 1)")
+
+
+# --------------------------------------------------------------------------------------- the LP
+
+
+def range_loss(metric, r: float = 0.0) -> np.ndarray:
+    """Loss 1[d_ik > r]: its expected value under a prior is Error_range (6); r = 0 is (12)."""
+    if not (isinstance(r, int | float) and math.isfinite(r) and r >= 0):
+        raise InputError(f"range radius r must be a finite number >= 0, got {r!r}")
+    d = np.asarray(metric, float)
+    return (d > r * (1 + 1e-12) + 1e-12).astype(float)
+
+
+def _lp_instance(instance: Instance, r: float, weights) -> Instance:
+    _check_instance(instance)
+    inst = instance.with_loss(range_loss(instance.metric, r))
+    return inst if weights is None else inst.with_prior(weights)
+
+
+def build_lp(instance: Instance, epsilon: float, *, r: float = 0.0, weights=None,
+             reduce: bool = True) -> omg.LPData:
+    """LP (8) minimising Error_range (6) at radius r (r = 0: objective (12)), as sparse arrays.
+
+    Rows e^{−ε d_ij} p_ik − p_jk ≤ 0 (i ≠ j, all k) and Σ_k p_ik = 1; variable p_ik is column
+    i·m + k; the objective is Σ_i w_i Σ_k 1[d_ik > r] p_ik with w = ``weights`` or the prior.
+    ``reduce`` leaves out the rows implied by two shorter pairs (:func:`lpmech.models.omg.implied_pairs`;
+    same optimum, the certificate checks every row); ``reduce=False`` is (8) with all m²(m−1) rows.
+    """
+    return omg.build_lp(_lp_instance(instance, r, weights), epsilon, reduce=reduce)
+
+
+def build_pyomo(instance: Instance, epsilon: float, *, r: float = 0.0, weights=None,
+                reduce: bool = True):
+    """LP (8) with the Error_range objective as a declarative Pyomo model (see :func:`build_lp`).
+
+    Components: ``z[i, k]`` (= p_ik) in [0, 1], ``geo_ind[i, j, k]`` (the well-scaled rows (4)),
+    ``unit[i]`` (h_k of (8)) and the objective ``cost``. Extend it, then :func:`solve_pyomo_model`.
+    """
+    model = omg.build_pyomo(_lp_instance(instance, r, weights), epsilon, reduce=reduce)
+    model.name = "LE-LP(8)"
+    return model
+
+
+def solve_pyomo_model(model, *, time_limit: float | None = None, tee: bool = False) -> Result:
+    """Solve a model from :func:`build_pyomo` (appsi HiGHS) into a certified Result."""
+    from ..solvers.pyomo import solve_pyomo
+
+    info = getattr(model, "_lpmech", None)
+    if info is None:
+        raise InputError("solve_pyomo_model() needs a model made by lpmech.models.le.build_pyomo")
+    inst, eps = info["instance"], info["epsilon"]
+    res = solve_pyomo(model, time_limit=time_limit, tee=tee)
+    res.stats["path"] = "pyomo"
+    raw = None
+    if res.status == "optimal":
+        K = inst.K
+        raw = np.array([[model.z[a, k].value or 0.0 for k in range(K)] for a in range(K)])
+    return certified_result(res, raw, inst, eps, name="LP(8)")
+
+
+# ---------------------------------------------------------------------------------------- KKT
+
+
+@dataclasses.dataclass(frozen=True)
+class KKTReport:
+    """Residuals of the KKT conditions of Theorem 1 at LE with the multipliers (14).
+
+    Units are those of the paper: f(p) = −Σ_k w_k p_kk (w = 1: eq. (12)). Privacy rows are measured
+    in the well-scaled form e^{−ε d_ij} p_ik − p_jk (dimensionless, ≤ 0 when feasible).
+
+    Attributes:
+        stationarity: max |∂ℒ/∂p_st| (App. A).
+        primal_privacy: max(0, max_{i,j,k} e^{−ε d_ij} p_ik − p_jk).
+        primal_rowsum: max |Σ_k p_ik − 1|.
+        box: max violation of 0 ≤ p ≤ 1.
+        dual: max(0, −min μ): how negative the multipliers are (0: dual feasible).
+        complementary_slackness: max |μ_ij^(i) g_ij^(i)(p)|.
+        lam: λ = E⁻¹w (the equality multipliers); LE is optimal for w when λ ≥ 0.
+        objective: f at LE; bound: the Lagrangian lower bound of (λ, max(μ, 0)), valid always.
+    """
+
+    stationarity: float
+    primal_privacy: float
+    primal_rowsum: float
+    box: float
+    dual: float
+    complementary_slackness: float
+    lam: np.ndarray = dataclasses.field(repr=False)
+    objective: float = math.nan
+    bound: float = math.nan
+
+    @property
+    def max_residual(self) -> float:
+        return max(self.stationarity, self.primal_privacy, self.primal_rowsum, self.box, self.dual,
+                   self.complementary_slackness)
+
+    def holds(self, tol: float = 1e-9) -> bool:
+        return self.max_residual <= tol
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "lam"}
+        out["max_residual"] = self.max_residual
+        out["min_lambda"] = float(self.lam.min())
+        return out
+
+
+def kkt(instance_or_metric, epsilon: float, weights=None) -> KKTReport:
+    """Check Theorem 1 (App. A, (23)) at LE for the objective −Σ_k w_k p_kk (w = 1 by default).
+
+    The primal point is P = E·diag(E⁻¹1) even when that is infeasible (residuals then show it); the
+    multipliers are (14) with λ = E⁻¹w, the generalisation of spec §2.6 (w = 1 gives λ = p).
+    """
+    metric = instance_or_metric.metric if isinstance(instance_or_metric, Instance) else \
+        np.asarray(instance_or_metric, float)
+    eps = check_epsilon(epsilon)
+    m = metric.shape[0]
+    w = np.ones(m) if weights is None else np.asarray(weights, float)
+    if w.shape != (m,) or not np.isfinite(w).all() or (w < 0).any():
+        raise InputError(f"KKT weights must be {m} finite non-negative numbers")
+    E = kernel(metric, eps)
+    up = np.exp(eps * metric)  # e^{ε d_ij} (finite: ε·d ≤ 700 checked by kernel)
+    sol = _sym_solve(E, np.column_stack([np.ones(m), w]))
+    p, lam = sol[:, 0], sol[:, 1]
+    P = E * p[None, :]
+    MU = lam[None, :] * E  # MU[i, j] = μ_ij^(i) = λ_j e^{−ε d_ij}, i ≠ j
+    np.fill_diagonal(MU, 0.0)
+    MUc = np.clip(MU, 0.0, None)
+
+    def gradient(mu):
+        G = lam[:, None] - mu.T * up  # ∂ℒ/∂p_st = λ_s − μ_ts^(t) e^{ε d_ts}, s ≠ t
+        np.fill_diagonal(G, -w + lam + mu.sum(axis=1))  # ∂ℒ/∂p_tt = −w_t + λ_t + Σ_j μ_tj^(t)
+        return G
+
+    G = gradient(MU)
+    priv = -np.inf
+    for k in range(m):  # e^{−ε d_ij} p_ik − p_jk over all (i, j), column k
+        col = P[:, k]
+        v = E * col[:, None] - col[None, :]
+        np.fill_diagonal(v, -np.inf)
+        priv = max(priv, float(v.max(initial=-np.inf)))
+    g_diag = np.diag(P)[:, None] - up * P.T  # g_ij^(i) = p_ii − e^{ε d_ij} p_ji
+    np.fill_diagonal(g_diag, 0.0)
+    # Lagrangian bound: min over the box of ℒ(p, λ, μ⁺) = −Σλ + Σ min(0, ∂ℒ/∂p) (ℒ is linear in p)
+    bound = float(-lam.sum() + np.minimum(gradient(MUc), 0.0).sum())
+    return KKTReport(
+        stationarity=float(np.abs(G).max()),
+        primal_privacy=max(0.0, priv),
+        primal_rowsum=float(np.abs(P.sum(axis=1) - 1).max()),
+        box=float(max(0.0, -P.min(), P.max() - 1)),
+        dual=float(max(0.0, -MU.min())),
+        complementary_slackness=float(np.abs(MU * g_diag).max()),
+        lam=lam, objective=float(-(w * p).sum()), bound=bound)
+
+
+# -------------------------------------------------------------------------------------- solve
+
+
+def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: str = "fast",
+          time_limit: float | None = None, max_lp_size: int = 144, verbose: bool = False) -> Result:
+    """The co-location-optimal d-private mechanism for the instance's prior, certified.
+
+    ``path``:
+      * ``"auto"``: LE when E⁻¹1 ≥ 0 and the LP-dual test E⁻¹w ≥ 0 passes (w = the prior; always
+        true for a uniform prior by Theorem 1), with the KKT multipliers' Lagrangian bound; else
+        the LP (8) (if m ≤ ``max_lp_size``, else LE with its honest, possibly loose, bound when
+        feasible, or the InfeasibleError), warm-started from LE when LE is feasible.
+      * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
+      * ``"lp"``: the LP only (``lp_path`` ``"fast"``: sparse arrays to HiGHS; ``"pyomo"``).
+
+    The objective is the weighted co-location error 1 − Σ_k w_k p_kk. ``stats`` carries
+    ``le_feasible``, ``le_objective``, ``le_gap`` (LE − LP optimum, when the LP ran) and
+    ``epsilon_threshold`` (when LE is infeasible).
+    """
+    _check_instance(instance)
+    eps = check_epsilon(epsilon)
+    if path not in ("auto", "closed", "lp"):
+        raise InputError(f"unknown LE path {path!r}: use 'auto', 'closed' or 'lp'")
+    if lp_path not in ("fast", "pyomo"):
+        raise InputError(f"unknown LP path {lp_path!r}: use 'fast' or 'pyomo'")
+    t0 = time.perf_counter()
+    w = np.asarray(instance.prior, float)
+    stats: dict = {"model": "LE", "epsilon": eps, "K": instance.K}
+    mech = report = None
+    if path != "lp":
+        p = le_diagonal(instance.metric, eps)
+        stats["le_feasible"] = bool(p.min() >= -P_TOL)
+        if not stats["le_feasible"]:
+            thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps)
+            stats["epsilon_threshold"] = thr
+            if path == "closed" or instance.K > max_lp_size:
+                raise InfeasibleError(_infeasible_message(p, eps, thr, _where(instance)),
+                                      result=Result("infeasible", stats=stats))
+        else:
+            mech = le(instance, eps)
+            report = kkt(instance.metric, eps, w)
+            stats["le_objective"] = 1.0 + report.objective
+            stats["lp_dual_test"] = bool(report.lam.min() >= -LAMBDA_TOL * np.abs(report.lam).max())
+            stats["kkt_residual"] = report.max_residual
+    use_le = mech is not None and (path == "closed" or stats["lp_dual_test"]
+                                   or instance.K > max_lp_size)
+    if use_le:
+        objective = 1.0 + report.objective
+        res = Result("optimal", mechanism=mech, certificate=mech.certificate, stats=stats)
+        res.optimality = OptimalityCertificate.from_values(objective, 1.0 + report.bound, "kkt")
+        res.stats["path"] = "closed"
+    else:
+        res = _solve_lp(instance, eps, lp_path, mech, time_limit, verbose)
+        res.stats.update(stats)
+        if mech is not None:
+            res.stats["le_gap"] = stats["le_objective"] - res.objective
+    res.stats["time_s"] = time.perf_counter() - t0
+    log.info("LE m=%d eps=%g path=%s: objective %.9g, bound %s", instance.K, eps,
+             res.stats["path"], res.objective, res.bound)
+    return res
+
+
+def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbose) -> Result:
+    inst = _lp_instance(instance, 0.0, None)
+    if lp_path == "pyomo":
+        return solve_pyomo_model(build_pyomo(instance, eps), time_limit=time_limit, tee=verbose)
+    lp = build_lp(instance, eps)
+    x0 = None if warm is None else warm.matrix.ravel()
+    res = lp.solve(method="simplex", time_limit=time_limit, warm_start=x0, verbose=verbose)
+    res.stats.update(path="lp", warm_start="LE" if warm is not None else None)
+    raw = None if res.x is None else res.x.reshape(instance.K, instance.K)
+    return certified_result(res, raw, inst, eps, name="LP(8)")
+
+
+# ------------------------------------------------------------------------------ scale: grids
+
+
+class GridLE:
+    """LE on a W×H grid of unit cells without m×m matrices (m = W·H), seed 000 at Gowalla scale.
+
+    Cells are numbered row·W + col (as :func:`lpmech.instance.grid` and
+    :func:`lpmech.datasets.grid_counts`); distances are in cells, Euclidean or Manhattan.
+
+    * ``metric="manhattan"``: E = E_H ⊗ E_W with E_n = [ρ^{|a−b|}] (ρ = e^{−ε}), whose inverse is
+      tridiagonal (spec §2.4); p = p_H ⊗ p_W > 0 in closed form and E⁻¹x costs O(m) exactly.
+    * ``metric="euclidean"``: E is symmetric block-Toeplitz with Toeplitz blocks and positive
+      definite, so E⁻¹b is computed by conjugate gradients (``rtol`` on the residual) with E·x by
+      a zero-padded real FFT, O(m log m) per product; the residual ‖E p − 1‖∞ is re-measured and
+      kept in ``stats`` (it is the row-sum error of P = E·diag(p)).
+
+    Privacy: with p ≥ 0, Prop. 1 gives p_ik/p_jk = e^{ε(d_jk − d_ik)} ≤ e^{ε d_ij} by the triangle
+    inequality, with equality at k = i: the realised ε is exactly ε, so :attr:`certificate` is
+    analytic (tests compare it with :func:`~lpmech.mechanism.realized_epsilon` on small grids).
+    """
+
+    dense_max = 4000  # mse_theory is exact (dense) up to this many cells
+
+    def __init__(self, W: int, H: int, epsilon: float, *, metric: str = "euclidean",
+                 rtol: float = 1e-12, check: bool = True):
+        if int(W) != W or int(H) != H or W < 1 or H < 1:
+            raise InputError(f"grid size must be positive integers, got {W}x{H}")
+        if metric not in ("euclidean", "manhattan"):
+            raise InputError(f"unknown grid metric {metric!r}: use 'euclidean' or 'manhattan'")
+        self.W, self.H, self.m = int(W), int(H), int(W) * int(H)
+        self.epsilon = check_epsilon(epsilon)
+        self.metric, self.rtol = metric, float(rtol)
+        self.stats: dict = {"cg_iterations": 0, "solves": 0}
+        t0 = time.perf_counter()
+        self._setup()
+        self.p = self.solve(np.ones(self.m))
+        self.stats["residual"] = float(np.abs(self.matvec(self.p) - 1).max())
+        self.stats["le_time_s"] = time.perf_counter() - t0
+        log.info("GridLE %dx%d %s eps=%g: min p %.4g, residual %.1e, %d CG iterations, %.2f s",
+                 W, H, metric, self.epsilon, self.p.min(), self.stats["residual"],
+                 self.stats["cg_iterations"], self.stats["le_time_s"])
+        if check and self.p.min() < -P_TOL:
+            thr = feasibility_threshold(
+                lambda e: GridLE(W, H, e, metric=metric, rtol=rtol, check=False).p.min(), self.epsilon)
+            raise InfeasibleError(_infeasible_message(
+                self.p, self.epsilon, thr, where=lambda k: f"(row {k // self.W}, col {k % self.W})"))
+        self.certificate = PrivacyCertificate(
+            notion="geo-ind", realized_epsilon=self.epsilon, target_epsilon=self.epsilon,
+            gamma=math.inf, worst_violation=0.0, violation_ratio=0.0, violation_magnitude=0.0,
+            n_constraints=self.m * self.m * (self.m - 1), satisfied=bool(self.p.min() >= -P_TOL))
+
+    # -- structure
+    def _setup(self) -> None:
+        eps, W, H = self.epsilon, self.W, self.H
+        if self.metric == "manhattan":
+            self._rho = math.exp(-eps)
+            self._one_minus_rho2 = -math.expm1(-2 * eps)
+            self._EW = np.exp(-eps * np.abs(np.arange(W)[:, None] - np.arange(W)[None, :]))
+            self._EH = np.exp(-eps * np.abs(np.arange(H)[:, None] - np.arange(H)[None, :]))
+        else:
+            dy, dx = np.arange(-(H - 1), H), np.arange(-(W - 1), W)
+            k = np.exp(-eps * np.hypot(dy[:, None], dx[None, :]))
+            self._fshape = (sfft.next_fast_len(2 * H - 1, real=True),
+                            sfft.next_fast_len(2 * W - 1, real=True))
+            self._khat = sfft.rfft2(k, s=self._fshape)
+
+    def convolve(self, kern: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """y_a = Σ_b kern[a − b] x_b on the grid, kern given on offsets (2H−1)×(2W−1) (centre H−1, W−1)."""
+        H, W = self.H, self.W
+        fs = (sfft.next_fast_len(2 * H - 1, real=True), sfft.next_fast_len(2 * W - 1, real=True))
+        y = sfft.irfft2(sfft.rfft2(x.reshape(H, W), s=fs) * sfft.rfft2(kern, s=fs), s=fs)
+        return y[H - 1:2 * H - 1, W - 1:2 * W - 1].ravel()
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """E x."""
+        H, W = self.H, self.W
+        X = np.asarray(x, float).reshape(H, W)
+        if self.metric == "manhattan":
+            return (self._EH @ X @ self._EW).ravel()
+        y = sfft.irfft2(sfft.rfft2(X, s=self._fshape) * self._khat, s=self._fshape)
+        return y[H - 1:2 * H - 1, W - 1:2 * W - 1].ravel()
+
+    def _tri_inv(self, X: np.ndarray, axis: int) -> np.ndarray:
+        """Apply E_n⁻¹ (tridiagonal, spec §2.4) along ``axis`` of X."""
+        rho, c = self._rho, self._one_minus_rho2
+        X = np.moveaxis(X, axis, 0)
+        Y = (1 + rho * rho) * X
+        if X.shape[0] == 1:
+            return np.moveaxis(X.copy(), 0, axis)
+        Y[0], Y[-1] = X[0], X[-1]
+        Y[1:] -= rho * X[:-1]
+        Y[:-1] -= rho * X[1:]
+        return np.moveaxis(Y / c, 0, axis)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """E⁻¹ b (exact for Manhattan; conjugate gradients for Euclidean)."""
+        b = np.asarray(b, float).ravel()
+        if b.shape != (self.m,):
+            raise InputError(f"right-hand side has {b.size} entries, the grid has {self.m} cells")
+        self.stats["solves"] += 1
+        if self.metric == "manhattan":
+            return self._tri_inv(self._tri_inv(b.reshape(self.H, self.W), 0), 1).ravel()
+        it = [0]
+
+        def count(_):
+            it[0] += 1
+
+        op = LinearOperator((self.m, self.m), matvec=self.matvec, dtype=float)
+        x, info = cg(op, b, rtol=self.rtol, atol=0.0, maxiter=20 * self.m + 100, callback=count)
+        self.stats["cg_iterations"] += it[0]
+        if info != 0:
+            raise SolverError(f"conjugate gradients did not reach rtol {self.rtol:g} on the "
+                              f"{self.W}x{self.H} grid after {it[0]} iterations")
+        return x
+
+    # -- mechanism quantities
+    def dense(self) -> np.ndarray:
+        """The m×m matrix P = E·diag(p) (for small grids and tests)."""
+        if self.m > 4000:
+            raise InputError(f"dense() would form a {self.m}x{self.m} matrix; use the grid methods")
+        ys, xs = np.divmod(np.arange(self.m), self.W)
+        if self.metric == "manhattan":
+            d = np.abs(xs[:, None] - xs[None]) + np.abs(ys[:, None] - ys[None])
+        else:
+            d = np.hypot(xs[:, None] - xs[None], ys[:, None] - ys[None])
+        return np.exp(-self.epsilon * d) * self.p[None, :]
+
+    def estimate(self, counts) -> np.ndarray:
+        """The inversion estimator (15) for LE: ĉ = (Pᵀ)⁻¹c = E⁻¹(c ⊘ p) (one symmetric solve)."""
+        c = _as_counts(counts, self.m)
+        if self.p.min() <= 0:
+            raise InputError("the estimator (15) needs every p_kk > 0 (P invertible); at this "
+                             "epsilon some p_kk = 0")
+        return self.solve(c / self.p)
+
+    def range_error(self, cstar, r: float = 0.0) -> float:
+        """Expected Error_range (6) for true counts c*: 1 − (1/n) Σ_x c*_x Σ_{d(k,x) ≤ r} p_xk."""
+        c = _as_counts(cstar, self.m)
+        H, W = self.H, self.W
+        dy, dx = np.arange(-(H - 1), H)[:, None], np.arange(-(W - 1), W)[None, :]
+        d = np.abs(dy) + np.abs(dx) if self.metric == "manhattan" else np.hypot(dy, dx)
+        kern = np.where(d <= r + 1e-9, np.exp(-self.epsilon * d), 0.0)
+        inside = self.convolve(kern, self.p)  # Σ_{k: d(k,x) ≤ r} e^{−ε d_xk} p_k
+        return float(1.0 - c @ inside / c.sum())
+
+    def mse_theory(self, cstar, *, rng: np.random.Generator | None = None, probes: int = 64):
+        """(20): MSE_freq = Σ_i (Pᵀc*)_i ‖Q e_i‖² − n with Q = E⁻¹diag(1/p), so ‖Q e_i‖² =
+        (E⁻²)_ii / p_i².
+
+        Manhattan: exact (diag(E⁻²) = diag(E_H⁻²) ⊗ diag(E_W⁻²)). Euclidean: exact by a dense
+        Cholesky when m ≤ ``dense_max`` (4000); else a Hutchinson estimate of tr(E⁻¹ D E⁻¹) with ``probes``
+        Rademacher vectors from ``rng`` (required). Returns ``(value, standard_error)``.
+        """
+        c = _as_counts(cstar, self.m)
+        n = c.sum()
+        v = self.p * self.matvec(c) / self.p**2  # (Pᵀc*)_i / p_i²
+        if self.metric == "manhattan":
+            TW = self._tri_inv(np.eye(self.W), 0)
+            TH = self._tri_inv(np.eye(self.H), 0)
+            diag = np.kron((TH**2).sum(0), (TW**2).sum(0))
+            return float(v @ diag - n), 0.0
+        if self.m <= self.dense_max:
+            E = self.dense() / self.p[None, :]
+            Einv = sla.cho_solve(sla.cho_factor(E), np.eye(self.m))
+            return float(v @ (Einv**2).sum(0) - n), 0.0
+        if rng is None:
+            raise InputError("mse_theory on a large Euclidean grid is a Hutchinson estimate: pass "
+                             "rng=numpy.random.default_rng(seed)")
+        sq = np.sqrt(v)
+        vals = np.empty(probes)
+        for t in range(probes):
+            z = rng.choice([-1.0, 1.0], size=self.m)
+            vals[t] = np.sum((sq * self.solve(z)) ** 2)
+        return float(vals.mean() - n), float(vals.std(ddof=1) / math.sqrt(probes))
+
+
+def le_grid(W: int, H: int, epsilon: float, *, metric: str = "euclidean", rtol: float = 1e-12) -> GridLE:
+    """LE on a W×H grid (the scale path); see :class:`GridLE`."""
+    return GridLE(W, H, epsilon, metric=metric, rtol=rtol)
+
+
+def _as_counts(counts, m: int) -> np.ndarray:
+    c = np.asarray(counts, float).ravel()
+    if c.shape != (m,):
+        raise InputError(f"counts have {c.size} entries, the domain has {m}")
+    if not np.isfinite(c).all():
+        raise InputError("counts must be finite")
+    return c
+
+
+__all__ = ["GridLE", "KKTReport", "build_lp", "build_pyomo", "feasibility_threshold", "kernel", "kkt",
+           "le", "le_diagonal", "le_grid", "range_loss", "solve", "solve_pyomo_model"]
