@@ -181,13 +181,23 @@ class _Pricing:
                          row_hi=np.zeros(start_rows.shape[0]), verbose=verbose)
 
     def price(self, w: np.ndarray):
-        """``(v, value, bound)``: the pricing optimum, its value and a valid lower bound."""
+        """``(v, value, rho)``: the pricing optimum v, its value w·v, and the reduced costs
+        ρ = w − Aᵀy of the LP's row multipliers y ≤ 0 (see :func:`_lagrangian`)."""
         self.lp.set_cost(w)
         out = self.lp.solve()
         if out.status != "optimal":
             raise SolverError(f"OMG pricing LP ended with status {out.status!r} after "
                               f"{out.rounds} rounds of row generation")
-        return np.clip(out.x, 0.0, 1.0), out.objective, min(0.0, self.lp.bound(out.duals))
+        A = self.lp.matrix()[0]
+        y = np.minimum(out.duals, 0.0)  # rows F v_i − v_j ≤ 0: multipliers ≤ 0 are valid
+        return np.clip(out.x, 0.0, 1.0), out.objective, w - A.T @ y
+
+
+def _lagrangian(rho: np.ndarray) -> np.ndarray:
+    """Σ_i min(0, ρ_i) (per column of ρ): the Lagrangian bound of a pricing LP whose rows have
+    right-hand side 0 and whose variables lie in [0, 1]. Valid for any multipliers y ≤ 0, so the
+    reduced costs ρ of one solve, shifted by a change of the objective, bound the next one."""
+    return np.minimum(rho, 0.0).sum(axis=0)
 
 
 def tents(F: np.ndarray) -> np.ndarray:
@@ -215,7 +225,8 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray) -> list[tup
 
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
                         bound_F: np.ndarray | None = None, tol: float = 1e-8,
-                        max_rounds: int = 5000, n_near: int = 8, time_limit: float | None = None,
+                        stabilise: float = 0.5,
+                        max_rounds: int = 5000, n_near: int = 0, time_limit: float | None = None,
                         verbose: bool = False) -> Result:
     """OMG by Dantzig–Wolfe decomposition over output columns (uncertified :class:`Result`).
 
@@ -226,6 +237,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             bound (default ``F``; the spanner path passes the true-ε rows on spanner edges so its
             bound is a bound on the exact optimum).
         tol: stop when (upper − lower) ≤ tol·|upper|.
+        stabilise: Wentges smoothing weight α in [0, 1): price at α·(multipliers of the best
+            bound) + (1 − α)·(master duals); 0 turns smoothing off.
         max_rounds, time_limit: limits (status ``"time_limit"`` when reached).
         n_near: each pricing LP starts with the rows to each location's ``n_near`` nearest
             neighbours and the rows from its own output.
@@ -262,37 +275,55 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
 
     trace: list[dict] = []
     best_lower, upper, mu = -math.inf, math.inf, np.zeros(K)
+    RHO = np.full((K, K), -np.inf)  # reduced costs of each pricing LP's last solve (none yet)
+    W_last = np.zeros((K, K))
+    lower = -math.inf
+    center = None  # the multipliers of the best lower bound so far (stabilisation centre)
     status = "time_limit"
     for rnd in range(1, max_rounds + 1):
         master.run()
         mstatus = _STATUS.get(master.getModelStatus(), "error")
         if mstatus != "optimal":
             raise SolverError(f"OMG master LP ended with status {mstatus!r}")
-        mu = np.array(master.getSolution().row_dual)
+        mu_master = np.array(master.getSolution().row_dual)
         upper = float(master.getInfo().objective_function_value)
-        lower, added = float(mu.sum()), 0
-        for k in range(K):
+        # Wentges smoothing: price at a point between the centre and the master's duals
+        smoothed = center is not None and stabilise > 0
+        mu = stabilise * center + (1 - stabilise) * mu_master if smoothed else mu_master
+        W = C - mu[:, None]  # pricing objectives, one column per output
+        # bound of every pricing LP from its last multipliers, shifted to the new objective: an
+        # output whose bound cannot go below the threshold has no improving column (no solve)
+        bounds = _lagrangian(RHO + (W - W_last))
+        threshold = -tol * max(abs(upper), 1e-12) / K
+        added, solved = 0, 0
+        for k in np.nonzero(bounds < threshold)[0]:
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 break
-            v, value, bound = pricing[k].price(C[:, k] - mu)
-            lower += bound
-            if value < -tol * max(abs(upper), 1e-12) / K:
+            v, value, RHO[:, k] = pricing[k].price(W[:, k])
+            W_last[:, k] = W[:, k]
+            bounds[k] = _lagrangian(RHO[:, k])
+            solved += 1
+            if value < threshold:
                 add_column(k, v)
                 added += 1
         else:
-            best_lower = max(best_lower, lower)  # a complete pricing round: a valid bound
+            lower = float(mu.sum() + math.fsum(np.minimum(bounds, 0.0)))  # a complete pricing round: L(mu) is a valid bound
+            if lower > best_lower:
+                best_lower, center = lower, mu
         gap = (upper - best_lower) / max(abs(upper), 1e-12)
         elapsed = time.perf_counter() - t0
         trace.append({"round": rnd, "upper": upper, "lower": lower, "gap": gap, "added": added,
-                      "columns": len(ks), "time_s": elapsed})
+                      "priced": solved, "columns": len(ks), "time_s": elapsed})
         (log.info if verbose else log.debug)(
-            "OMG decomposition round %d: upper %.10g lower %.10g gap %.2e (+%d columns, %.1fs)",
-            rnd, upper, best_lower, gap, added, elapsed)
+            "OMG decomposition round %d: upper %.10g lower %.10g gap %.2e (%d priced, +%d columns, "
+            "%.1fs)", rnd, upper, best_lower, gap, solved, added, elapsed)
         if time_limit is not None and elapsed > time_limit:
             break
-        if gap <= tol or added == 0:
+        if gap <= tol or (added == 0 and not smoothed):
             status = "optimal"
             break
+        if added == 0:  # mispricing at the smoothed point: price at the master's duals next
+            center = None
 
     lam = np.array(master.getSolution().col_value)
     Z = np.zeros((K, K))
@@ -318,7 +349,7 @@ def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: i
     base = _column_rows(F, pi, pj, K)
     lower = float(mu.sum())
     for k in range(K):
-        lower += _Pricing(F, base, verbose=False).price(C[:, k] - mu)[2]
+        lower += float(_lagrangian(_Pricing(F, base, verbose=False).price(C[:, k] - mu)[2]))
     return lower
 
 

@@ -73,6 +73,7 @@ class LazyLP:
         self._blocks: list[sp.csr_matrix] = []
         self._lo: list[np.ndarray] = []
         self._hi: list[np.ndarray] = []
+        self._stacked = None
         if A is not None:
             self.add_rows(A, row_lo, row_hi)
 
@@ -91,6 +92,7 @@ class LazyLP:
         self._blocks.append(A)
         self._lo.append(lo)
         self._hi.append(hi)
+        self._stacked = None
 
     def set_cost(self, c) -> None:
         """Change the objective (the model and its basis are kept: a warm restart)."""
@@ -99,9 +101,13 @@ class LazyLP:
 
     def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """All rows so far: ``(A, row_lo, row_hi)``."""
-        if not self._blocks:
-            return sp.csr_matrix((0, self.c.size)), np.zeros(0), np.zeros(0)
-        return sp.vstack(self._blocks, format="csr"), np.concatenate(self._lo), np.concatenate(self._hi)
+        if self._stacked is None:
+            if not self._blocks:
+                self._stacked = sp.csr_matrix((0, self.c.size)), np.zeros(0), np.zeros(0)
+            else:
+                self._stacked = (sp.vstack(self._blocks, format="csr"), np.concatenate(self._lo),
+                                 np.concatenate(self._hi))
+        return self._stacked
 
     def bound(self, duals) -> float:
         """Lagrangian bound of ``duals`` on the rows so far: valid for the full LP."""
