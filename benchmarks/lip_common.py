@@ -1,0 +1,95 @@
+"""Shared helpers of the LIP benchmark scripts (``benchmarks/lip_*.py``): the per-user quantities
+of the papers' curves in both modes, CSV and PNG output.
+
+``paper`` mode uses the papers' closed forms as printed (and records whether each point is really
+ε-LIP); ``verified`` mode uses the certified optimum of :func:`lpmech.models.lip.solve` (exact
+vertex method for d ≤ 8, column generation with local pricing above).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lpmech.io import atomic_write
+from lpmech.models import lip
+from lpmech.models import lip_closed_forms as cf
+from lpmech.plotting import save_figure
+
+OUT = Path(__file__).resolve().parent / "results"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def lip_mse(P, eps, V, mode, rng=None, **kw) -> tuple[float, bool, float]:
+    """(per-user MSE, certified ε-LIP?, realised ε) of RR-LIP in ``mode`` for prior P."""
+    if mode == "paper":
+        Q = cf.rr_lip_paper(P, eps)
+        real = lip.lip_epsilon(Q, P)
+        from lpmech.models.lip_estimation import mmse_mse
+        return mmse_mse(Q, P, V), real <= eps * (1 + 1e-6), real
+    method = "auto" if len(P) <= lip.VERTEX_MAX_D else "local"
+    r = lip.solve(P, eps, V=V, method=method, rng=rng or np.random.default_rng(0), **kw)
+    return r.objective, r.certificate.satisfied, r.certificate.realized_epsilon
+
+
+def write_csv(rows: list[dict], name: str) -> Path:
+    OUT.mkdir(exist_ok=True)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+
+    def fill(f):
+        s = io.StringIO()
+        w = csv.DictWriter(s, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+        f.write(s.getvalue().encode())
+
+    return atomic_write(OUT / f"{name}.csv", fill)
+
+
+def plot_panels(rows: list[dict], name: str, panels: list[tuple[str, dict]], x: str, *,
+                y: str = "rmse", logy: bool = True, xlabel: str | None = None) -> Path:
+    """One subplot per (title, filter) panel; one line per ``curve``; dashed = paper mode; a red
+    ring marks a paper-mode point that is NOT ε-LIP."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(panels)
+    cols = min(n, 3)
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(5 * cols, 3.8 * ((n + cols - 1) // cols)),
+                             squeeze=False)
+    for ax, (title, flt) in zip(axes.ravel(), panels, strict=False):
+        sel = [r for r in rows if all(r.get(k) == v for k, v in flt.items())]
+        curves = list(dict.fromkeys((r["curve"], r["mode"]) for r in sel))
+        names = list(dict.fromkeys(r["curve"] for r in rows))  # one colour per curve, all panels
+        for curve, mode in curves:
+            pts = sorted((r[x], r[y], r.get("lip_ok", True)) for r in sel
+                         if r["curve"] == curve and r["mode"] == mode)
+            xs, ys, _ = zip(*pts, strict=True)
+            ls = "--" if mode == "paper" else "-"
+            ax.plot(xs, ys, ls, marker=".", color=f"C{names.index(curve) % 10}", label=f"{curve} ({mode})")
+            bad = [(a, b) for a, b, o in pts if o is False]
+            if bad:
+                ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=8)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel(y)
+        if logy:
+            ax.set_yscale("log")
+        ax.legend(fontsize=6)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    path = OUT / f"{name}.png"
+    save_figure(fig, path)
+    return path
+
+
+def threshold(eps: float) -> float:
+    """The validity threshold 1/(1 + e^ε) of the RR-LIP closed form."""
+    return 1 / (1 + math.exp(eps))

@@ -1,0 +1,429 @@
+"""Local information privacy (LIP): constraint families, certifiers and the certified optimum.
+
+Seeds 001 ([001], "Localized Information Privacy") and 004 ([004], "Local Information Privacy");
+reading in ``spec/seed001_004_lip.md``. A channel Q (d × f, Q[m, k] = Pr(Y=k | X=m)) is ε-LIP for a
+prior P when e^{−ε} ≤ Pr(X=x)/Pr(X=x | Y=y) ≤ e^ε ([001] Def. 3, eq. (3); [004] Def. 6, eq. (6)).
+
+**Constraint families** (spec §6). Every notion used here is a set of *homogeneous* linear rows on
+each output column c = Q[:, k] separately, ``A c ≤ 0``, written in the well-scaled direction
+e^{−ε}·u·c − v·c ≤ 0 with u, v probability vectors (DESIGN, Numerics):
+
+* :func:`lip_rows`: ε-LIP (G = X, [001] eq. (26)) or latent-secret LIP with T[g, x] = Pr(X=x | G=g)
+  ([004] eq. (9));
+* :func:`bounded_prior_rows`: BP-LIP, the LIP rows of every scenario of a finite set (for a box or
+  polytope of priors pass its vertices, :func:`box_prior_vertices`; the rows are linear in the prior);
+* :func:`ldp_rows`: ε-LDP ([001] eq. (1)); :func:`pufferfish_rows`: local Pufferfish ([004] eq. (5)).
+
+**Certifiers** compute what a matrix really satisfies: :func:`lip_epsilon` (also latent and over a
+scenario set), :func:`pufferfish_epsilon`, :func:`mutual_information` (ε-MIP, nats),
+:func:`max_information_leakage`, :func:`di_epsilon`; ε-LDP is :func:`lpmech.mechanism.ldp_epsilon`.
+
+**Optimum** (spec §4.7). Minimising the MMSE estimator's MSE means maximising a convex function of
+Q over the privacy polytope: non-convex, but exactly an LP over the extreme rays of the per-column
+privacy cone. :mod:`.lip_optimize` holds the solvers (exact vertex method, column generation with
+local pricing, the declarative Pyomo model solved by SCIP, and the LPs of linear utilities);
+:func:`solve` dispatches, cleans and certifies, and returns a :class:`~lpmech.solvers.result.Result`.
+The papers' closed forms are in :mod:`.lip_closed_forms`, estimators and MSE in
+:mod:`.lip_estimation`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+
+import numpy as np
+
+from ..certificate import OptimalityCertificate
+from ..errors import CertificationError, InputError
+from ..mechanism import EPS_RTOL, Mechanism, PrivacyCertificate, check_epsilon, ldp_epsilon
+from ..solvers.result import Result, check_time_limit
+from .lip_estimation import column_utility, second_moment, value_matrix
+
+log = logging.getLogger(__name__)
+
+NOTIONS = ("lip", "ldp", "pufferfish")
+PRIOR_ATOL = 1e-9  # a prior must sum to 1 within this
+VERTEX_MAX_D = 8  # solve(method="auto") uses the exact vertex method up to this domain size
+
+__all__ = [
+    "Scenario", "bounded_prior_rows", "box_prior_vertices", "check_prior", "di_epsilon", "family_rows",
+    "ldp_rows",
+    "lip_certificate", "lip_epsilon", "lip_rows", "max_information_leakage", "mutual_information",
+    "pufferfish_epsilon", "pufferfish_rows", "repair_columns", "solve",
+]
+
+
+# ------------------------------------------------------------------------------------- inputs
+
+
+def check_prior(prior, d: int | None = None, name: str = "prior") -> np.ndarray:
+    """A probability vector (non-negative, finite, summing to 1 within 1e-9), renormalised."""
+    try:
+        P = np.asarray(prior, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a list of probabilities, got {prior!r}") from None
+    if P.size == 0 or not np.isfinite(P).all() or (P < 0).any():
+        raise InputError(f"{name} must be non-empty, finite and non-negative, got {prior!r}")
+    if abs(P.sum() - 1) > PRIOR_ATOL:
+        raise InputError(f"{name} sums to {P.sum():.12g}, not 1; normalise it")
+    if d is not None and P.size != d:
+        raise InputError(f"{name} has {P.size} entries, expected {d}")
+    return P / P.sum()
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """One data-evolution scenario θ_XG ([004] §2.2): the prior of X and, for a latent secret G,
+    T[g, x] = Pr(X = x | G = g) (``None``: G = X)."""
+
+    prior: np.ndarray
+    T: np.ndarray | None = None
+
+    @classmethod
+    def make(cls, prior, T=None) -> Scenario:
+        P = check_prior(prior)
+        if T is not None:
+            T = np.asarray(T, dtype=float)
+            if T.ndim != 2 or T.shape[1] != P.size or not np.isfinite(T).all() or (T < 0).any():
+                raise InputError(f"correlation T must be a non-negative |G| × {P.size} matrix")
+            if np.abs(T.sum(axis=1) - 1).max() > PRIOR_ATOL:
+                raise InputError("each row of T (Pr(X | G = g)) must sum to 1")
+            from scipy.optimize import nnls
+
+            _, resid = nnls(T.T, P)  # some Pr(G) ≥ 0 with Pr(G)ᵀ T = P must exist
+            if resid > 1e-7:
+                raise InputError("the correlation T is inconsistent with the prior: no distribution "
+                                 "of G gives Σ_g Pr(g)·T[g] = P (residual "
+                                 f"{resid:.2g}); build T from a joint Pr(G, X)")
+        return cls(P, T)
+
+
+def _scenarios(prior=None, priors=None, T=None) -> list[Scenario]:
+    if priors is None:
+        if prior is None:
+            raise InputError("give a prior (or a set of priors)")
+        return [Scenario.make(prior, T)]
+    items = list(priors)
+    if not items:
+        raise InputError("the bounded prior set is empty")
+    Ts = T if isinstance(T, list | tuple) else [T] * len(items)
+    if len(Ts) != len(items):
+        raise InputError("give one correlation matrix T per prior of the set")
+    out = [Scenario.make(p, t) for p, t in zip(items, Ts, strict=True)]
+    if len({s.prior.size for s in out}) != 1:
+        raise InputError("all priors of the set must have the same number of values")
+    return out
+
+
+def box_prior_vertices(lo, hi) -> np.ndarray:
+    """Vertices of the prior box {lo ≤ P ≤ hi, Σ P = 1} (enough for BP-LIP: the rows are linear
+    in P, spec §2.7)."""
+    lo, hi = np.asarray(lo, float).ravel(), np.asarray(hi, float).ravel()
+    if lo.shape != hi.shape or (lo < 0).any() or (hi > 1).any() or (lo > hi).any():
+        raise InputError("a prior box needs 0 ≤ lo ≤ hi ≤ 1 of equal length")
+    if lo.sum() > 1 + PRIOR_ATOL or hi.sum() < 1 - PRIOR_ATOL:
+        raise InputError(f"the prior box is empty: Σlo = {lo.sum():g}, Σhi = {hi.sum():g}")
+    d = lo.size
+    verts = []
+    for free in range(d):  # all but one coordinate at a bound, the free one fixed by Σ P = 1
+        others = [m for m in range(d) if m != free]
+        for mask in range(1 << (d - 1)):
+            p = np.empty(d)
+            for b, m in enumerate(others):
+                p[m] = hi[m] if mask >> b & 1 else lo[m]
+            p[free] = 1 - p[others].sum()
+            if lo[free] - 1e-12 <= p[free] <= hi[free] + 1e-12:
+                verts.append(np.clip(p, 0, 1))
+    V = np.unique(np.round(np.array(verts), 12), axis=0)
+    return V / V.sum(axis=1, keepdims=True)
+
+
+# -------------------------------------------------------------------------- constraint families
+
+
+def _ratio_rows(U, W, eps: float) -> np.ndarray:
+    """Rows e^{−ε} u·c − w·c ≤ 0 for every pair of rows (u, w) of U, W (same count)."""
+    return math.exp(-eps) * np.asarray(U) - np.asarray(W)
+
+
+def lip_rows(prior, epsilon: float, T=None) -> np.ndarray:
+    """ε-LIP rows on one output column c: e^{−ε} t_g·c − P·c ≤ 0 and e^{−ε} P·c − t_g·c ≤ 0.
+
+    G = X (``T=None``): t_g = e_x for every x with P_x > 0 ([001] eq. (26)). Latent G: t_g = T[g]
+    ([004] eq. (9)). 2·|G| rows.
+    """
+    eps = check_epsilon(epsilon)
+    s = Scenario.make(prior, T)
+    Tm = np.eye(s.prior.size)[s.prior > 0] if s.T is None else s.T
+    Pm = np.tile(s.prior, (Tm.shape[0], 1))
+    return np.vstack([_ratio_rows(Tm, Pm, eps), _ratio_rows(Pm, Tm, eps)])
+
+
+def bounded_prior_rows(scenarios, epsilon: float) -> np.ndarray:
+    """BP-LIP ([004] §4.2): the LIP rows of every scenario (a list of priors or :class:`Scenario`)."""
+    out = [lip_rows(s.prior, epsilon, s.T) if isinstance(s, Scenario) else lip_rows(s, epsilon)
+           for s in scenarios]
+    if not out:
+        raise InputError("the bounded prior set is empty")
+    return np.vstack(out)
+
+
+def ldp_rows(d: int, epsilon: float) -> np.ndarray:
+    """ε-LDP rows e^{−ε} c_m − c_n ≤ 0 for all m ≠ n ([001] eq. (1)): d(d−1) rows."""
+    eps = check_epsilon(epsilon)
+    m, n = np.nonzero(~np.eye(d, dtype=bool))
+    eye = np.eye(d)
+    return _ratio_rows(eye[m], eye[n], eps)
+
+
+def pufferfish_rows(Ts, epsilon: float, pairs=None) -> np.ndarray:
+    """Local Pufferfish ([004] Def. 5, eq. (5)), linear in Q (spec §2.5): for every scenario's
+    T and every ordered pair (g, g') (default: all pairs, spec §11.6),
+    e^{−ε} Σ_x t_gx c_x − Σ_x t_g'x c_x ≤ 0."""
+    eps = check_epsilon(epsilon)
+    rows = []
+    for T in Ts:
+        T = np.asarray(T, float)
+        G = T.shape[0]
+        pr = [(g, h) for g in range(G) for h in range(G) if g != h] if pairs is None else pairs
+        if pr:
+            gi, gj = np.array(pr).T
+            rows.append(_ratio_rows(T[gi], T[gj], eps))
+    if not rows:
+        raise InputError("Pufferfish needs at least one secret pair")
+    return np.vstack(rows)
+
+
+def family_rows(notion: str, scenarios: list[Scenario], epsilon: float, *, pufferfish_T=None):
+    """The rows of ``notion`` (``"lip"``: LIP / latent / bounded prior over ``scenarios``;
+    ``"ldp"``; ``"pufferfish"``: over ``pufferfish_T``, default the scenarios' T)."""
+    d = scenarios[0].prior.size
+    if notion == "lip":
+        return bounded_prior_rows(scenarios, epsilon)
+    if notion == "ldp":
+        return ldp_rows(d, epsilon)
+    if notion == "pufferfish":
+        Ts = pufferfish_T or [np.eye(d) if s.T is None else s.T for s in scenarios]
+        return pufferfish_rows(Ts, epsilon)
+    raise InputError(f"unknown privacy notion {notion!r}: use one of {NOTIONS}")
+
+
+# ---------------------------------------------------------------------------------- certifiers
+
+
+def _log_ratio_eps(num: np.ndarray, lam: np.ndarray) -> float:
+    """max |log(num/λ)| over outputs with λ > 0 (inf when num = 0 < λ)."""
+    m = lam > 0
+    if not m.any():
+        return 0.0
+    with np.errstate(divide="ignore"):
+        return float(np.abs(np.log(num[:, m]) - np.log(lam[m])).max(initial=0.0))
+
+
+def lip_epsilon(Q, prior=None, T=None, *, priors=None) -> float:
+    """The realised ε of ε-LIP: max_{g,y} |log(Pr(Y=y | G=g) / Pr(Y=y))| over outputs with mass.
+
+    G = X by default (rows of inputs with P_x > 0); latent G with T[g, x] = Pr(X=x | G=g); over a
+    scenario set with ``priors`` (the maximum over the set, BP-LIP).
+    """
+    Q = np.asarray(Q, float)
+    worst = 0.0
+    for s in _scenarios(prior, priors, T):
+        lam = s.prior @ Q
+        num = Q[s.prior > 0] if s.T is None else s.T @ Q
+        worst = max(worst, _log_ratio_eps(num, lam))
+    return worst
+
+
+def pufferfish_epsilon(Q, Ts, pairs=None) -> float:
+    """Realised ε of local Pufferfish: max log(Pr(Y=y|g)/Pr(Y=y|g')) over pairs and scenarios."""
+    Q = np.asarray(Q, float)
+    worst = 0.0
+    for T in Ts:
+        T = np.asarray(T, float)
+        G = T.shape[0]
+        pr = [(g, h) for g in range(G) for h in range(G) if g != h] if pairs is None else pairs
+        Y = T @ Q
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for g, h in pr:
+                r = np.log(Y[g]) - np.log(Y[h])
+                r = np.where(Y[g] > 0, r, 0.0)
+                worst = max(worst, float(r.max(initial=0.0)))
+    return worst
+
+
+def di_epsilon(Q, prior) -> float:
+    """Realised ε of differential identifiability ([004] Def. 4, eq. (4)):
+    max over outputs with mass of log(Pr(X=x | Y=y) / Pr(X=x' | Y=y)), inputs with P_x > 0."""
+    Q, P = np.asarray(Q, float), check_prior(prior)
+    joint = (P[:, None] * Q)[P > 0][:, Q.sum(axis=0) > 0]  # ∝ posterior per column
+    with np.errstate(divide="ignore"):
+        lj = np.log(joint)
+    return float((lj.max(axis=0) - lj.min(axis=0)).max(initial=0.0))
+
+
+def mutual_information(Q, prior) -> float:
+    """I(X; Y) in nats ([001] Def. 2, eq. (2)): ε-MIP holds iff this is ≤ ε."""
+    Q, P = np.asarray(Q, float), check_prior(prior)
+    joint = P[:, None] * Q
+    lam = joint.sum(axis=0)
+    m = joint > 0
+    return float((joint[m] * np.log(joint[m] / (P[:, None] * lam[None, :])[m])).sum())
+
+
+def max_information_leakage(Q) -> float:
+    """𝓛(X → Y) = log Σ_y max_x Pr(Y=y | X=x) ([004] Def. 2, eq. (2))."""
+    return float(math.log(np.asarray(Q, float).max(axis=0).sum()))
+
+
+def lip_certificate(Q, scenarios, epsilon: float, *, notion: str = "lip", rows=None,
+                    pufferfish_T=None, tol: float = 1e-12) -> PrivacyCertificate:
+    """Certify Q under ``notion`` at ``epsilon``: realised ε, worst row violation and the
+    violation ratio/magnitude of the linear rows (same fields as the Geo-Ind certificate)."""
+    Q = np.asarray(Q, float)
+    if notion == "lip":
+        real = max(lip_epsilon(Q, s.prior, s.T) for s in scenarios)
+    elif notion == "ldp":
+        real = ldp_epsilon(Q[:, Q.sum(axis=0) > 0])
+    elif notion == "pufferfish":
+        d = Q.shape[0]
+        Ts = pufferfish_T or [np.eye(d) if s.T is None else s.T for s in scenarios]
+        real = pufferfish_epsilon(Q, Ts)
+    else:
+        raise InputError(f"unknown privacy notion {notion!r}: use one of {NOTIONS}")
+    A = family_rows(notion, scenarios, epsilon, pufferfish_T=pufferfish_T) if rows is None else rows
+    viol = A @ Q
+    bad = viol > tol
+    return PrivacyCertificate(
+        notion=notion, realized_epsilon=real, target_epsilon=float(epsilon), gamma=math.inf,
+        worst_violation=float(viol.max(initial=-np.inf)), violation_ratio=float(bad.mean()),
+        violation_magnitude=float(viol[bad].mean()) if bad.any() else 0.0,
+        n_constraints=int(viol.size), satisfied=real <= epsilon * (1 + EPS_RTOL))
+
+
+# ------------------------------------------------------------------------------------- solve
+
+
+def repair_columns(Q, rows, *, rtol: float = 1e-10) -> np.ndarray:
+    """Clean solver noise: clip, renormalise rows, then merge every output column that violates a
+    privacy row by more than ``rtol`` relative to its mass into the heaviest column.
+
+    Solvers satisfy ``A c ≤ 0`` only to an absolute tolerance, which a column of tiny mass turns
+    into a large ratio violation. The feasible columns form a convex cone, so a merge keeps the
+    heavy column feasible up to (tiny mass)·(row norm), and the objective changes by at most the
+    merged column's utility (φ is sublinear).
+    """
+    Q = np.clip(np.asarray(Q, float), 0, None)
+    Q = Q / Q.sum(axis=1, keepdims=True)
+    mass = Q.sum(axis=0)
+    viol = (np.asarray(rows) @ Q).max(axis=0, initial=-np.inf)
+    bad = (mass > 0) & (viol > rtol * np.maximum(mass, 1e-300))
+    if bad.any() and (~bad & (mass > 0)).any():
+        keep = int(np.argmax(np.where(bad, -1.0, mass)))
+        Q[:, keep] += Q[:, bad].sum(axis=1)
+        Q[:, bad] = 0.0
+    return Q
+
+
+def _certify_matrix(Q, scenarios, eps, notion, rows, name, pufferfish_T=None) -> Mechanism:
+    Q = repair_columns(Q, rows)
+    cert = lip_certificate(Q, scenarios, eps, notion=notion, rows=rows, pufferfish_T=pufferfish_T)
+    return Mechanism(Q, name=name, certificate=cert)
+
+
+def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V=None, priors=None,
+          T=None, notion: str = "lip", method: str = "auto", mode: str = "verified",
+          objective: str = "mse", f: int | None = None, rng: np.random.Generator | None = None,
+          starts: int = 8, time_limit: float | None = None, pufferfish_T=None) -> Result:
+    """The certified optimal channel for per-user MMSE (or MAE/Hamming) under LIP/LDP/Pufferfish.
+
+    Args:
+        prior: the user's prior P (fixed-prior LIP), or ``priors``: a finite set (BP-LIP; minimax
+            MSE, [004] eq. (16)); ``T``: Pr(X | G) for a latent secret (one per prior of the set).
+        epsilon: the privacy budget ε > 0.
+        values / task / V: the aggregation task (:func:`~.lip_estimation.value_matrix`).
+        notion: ``"lip"`` (default), ``"ldp"`` or ``"pufferfish"``.
+        method: ``"vertex"`` (exact global, d ≤ ~8), ``"local"`` (multi-start SLP), ``"scip"``
+            (the Pyomo model by SCIP), or ``"auto"`` (vertex for d ≤ 8, else local).
+        mode: ``"verified"`` (default) or ``"paper"``: the papers' closed form with its feasibility
+            report (:func:`.lip_closed_forms.paper_solution`).
+        objective: ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
+        rng: generator for the local solve's random starts (required by ``method="local"``).
+
+    Returns a :class:`Result` whose ``objective`` is the certified (worst-case) per-user MSE (or
+    expected loss), ``bound`` a certified lower bound (``None`` for a local solve), and ``stats``
+    with ``mode, method, mse, utility, paper_feasible, realized_epsilon``. Raises
+    :class:`CertificationError` if a verified-mode matrix fails its ε·(1 + 1e-6) certificate.
+    """
+    from .lip_optimize import build_pyomo, solve_linear, solve_local, solve_pyomo_scip, solve_vertex
+
+    t0 = time.perf_counter()
+    eps = check_epsilon(epsilon)
+    time_limit = check_time_limit(time_limit)
+    scen = _scenarios(prior, priors, T)
+    d = scen[0].prior.size
+    if V is None:
+        V = value_matrix(task, d, values)
+    V = np.asarray(V, float).reshape(d, -1)
+    if mode == "paper":
+        from .lip_closed_forms import paper_solution
+        return paper_solution(scen, eps, V, t0=t0)
+    if mode != "verified":
+        raise InputError(f"unknown mode {mode!r}: use 'verified' or 'paper'")
+    rows = family_rows(notion, scen, eps, pufferfish_T=pufferfish_T)
+    status = "optimal"
+    stats = {"mode": mode, "notion": notion, "d": d, "epsilon": eps, "scenarios": len(scen)}
+    if objective in ("mae", "hamming"):
+        if objective == "hamming":
+            L = 1.0 - np.eye(d)
+        else:
+            a = V[:, 0]
+            L = np.abs(a[:, None] - a[None, :])
+        Q, obj, bound = solve_linear(scen, L, rows, time_limit=time_limit)
+        method = "lp"
+    elif objective == "mse":
+        if method == "auto":
+            method = "vertex" if d <= VERTEX_MAX_D else "local"
+        bound_u = None
+        if method == "vertex":
+            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
+        elif method == "local":
+            from .lip_closed_forms import warm_starts
+            if rng is None:
+                raise InputError("method='local' needs rng=numpy.random.default_rng(seed)")
+            Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
+                                     warm_starts=warm_starts(scen, eps, notion))
+            stats.update(info)
+        elif method == "scip":
+            Q, _, bound_u, info = solve_pyomo_scip(build_pyomo(scen, V, rows, f=f),
+                                                   time_limit=time_limit)
+            stats.update(info)
+            if info["scip_status"] != "optimal":  # a certified feasible point, optimality unproven
+                status = "time_limit"
+        else:
+            raise InputError(f"unknown method {method!r}: use auto, vertex, local or scip")
+        bound = None if bound_u is None else -bound_u
+        obj = None
+    else:
+        raise InputError(f"unknown objective {objective!r}: use mse, mae or hamming")
+    mech = _certify_matrix(Q, scen, eps, notion, rows, f"{notion}-optimal", pufferfish_T)
+    cert = mech.certificate
+    if not cert.satisfied:
+        raise CertificationError(
+            f"the {method} solve returned a matrix with realised epsilon {cert.realized_epsilon:.9g} "
+            f"above the target {eps:g}; please report it", result=Result("error", mech, cert))
+    Qc = mech.matrix
+    mses = [second_moment(s.prior, V) - float(column_utility(Qc, s.prior, V).sum()) for s in scen]
+    if objective == "mse":
+        obj = max(mses)
+        if bound is not None:
+            bound = min(bound, obj)  # a bound above the primal can only be round-off
+    stats.update(method=method, objective_kind=objective, mse=max(mses), mse_per_scenario=mses,
+                 utility=float(np.mean([column_utility(Qc, s.prior, V).sum() for s in scen])),
+                 realized_epsilon=cert.realized_epsilon, paper_feasible=None,
+                 f=int((Qc.sum(axis=0) > 0).sum()), time_s=time.perf_counter() - t0)
+    return Result(status, mech, cert, OptimalityCertificate.from_values(
+        obj, bound, source="ray-LP dual" if method == "vertex" else method), stats)

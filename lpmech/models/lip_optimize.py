@@ -1,0 +1,462 @@
+"""Solvers of the LIP MMSE design problem (seeds 001/004; spec §4.7, §6).
+
+Maximise the worst-case utility min_θ (Σ_k φ_θ(q_k) − E_θ‖V‖²) (= −max MSE of the MMSE estimator)
+over channels Q whose output columns lie in the privacy cone K = {c ≥ 0 : A c ≤ 0} of
+:func:`lpmech.models.lip.family_rows`. φ_θ (:func:`~.lip_estimation.column_utility`) is convex and
+positively homogeneous, so splitting a column never lowers the utility, and
+
+    max Σ_k φ(c_k)  s.t. c_k ∈ K, Σ_k c_k = 1   =   max Σ_j w_j φ(r_j)  s.t. Σ_j w_j r_j = 1, w ≥ 0
+
+over the extreme rays r_j of K: an LP whose basic optimum uses at most d rays (so f = d outputs
+suffice, [001] Thm 4) and whose dual is a certified bound. With several scenarios (bounded prior,
+[004] eq. (16)) an epigraph variable t ≤ Σ_j w_j φ_θ(r_j) − E_θ‖V‖² makes it the minimax MSE.
+
+* :func:`solve_vertex`: the exact vertex method (rays by Qhull; global, certified; d ≤ ~8).
+* :func:`solve_local`: column generation on the same LP with a multi-start successive-LP pricing
+  seeded from random HiGHS vertices and closed forms (large d; certified feasible, no bound).
+* :func:`build_pyomo` + :func:`solve_pyomo_scip`: the declarative model, solved globally by SCIP's
+  spatial branch and bound (a cross-check; much slower than the vertex method).
+* :func:`solve_linear`: linear utilities (MAE [001] eq. (23), Hamming [004] eq. (42)) as LPs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import null_space
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial import HalfspaceIntersection
+
+from ..errors import InputError, SolverError
+from ..solvers.highs import solve_lp
+from ..solvers.result import check_time_limit
+from .common import raise_for_status
+from .lip import Scenario
+from .lip_estimation import column_utility, second_moment
+
+log = logging.getLogger(__name__)
+
+__all__ = ["build_pyomo", "cone_rays", "solve_linear", "solve_local", "solve_pyomo_scip",
+           "solve_vertex"]
+
+
+# ------------------------------------------------------------------------ exact vertex method
+
+
+def cone_rays(A, d: int, *, tol: float = 1e-9) -> np.ndarray:
+    """Extreme rays of K = {c ≥ 0 : A c ≤ 0}, normalised to Σ c = 1 (rows of the result).
+
+    They are the vertices of the polytope S = K ∩ {Σ c = 1}, enumerated by Qhull's halfspace
+    intersection in the (d−1)-dimensional affine hull; the uniform vector is a strictly interior
+    point for every family of this module (each row is e^{−ε} u·c − w·c with u, w distributions).
+    Each vertex is then re-solved exactly from its active constraints.
+    """
+    A = np.asarray(A, float).reshape(-1, d)
+    H = np.vstack([A, -np.eye(d)])  # H c ≤ 0
+    if d == 1:
+        return np.ones((1, 1))
+    c0 = np.full(d, 1.0 / d)
+    N = null_space(np.ones((1, d)))  # d × (d−1), orthonormal
+    G, h = H @ N, H @ c0
+    if (h >= 0).any():
+        raise InputError("the uniform channel column is not strictly feasible: the constraint family "
+                         "is degenerate (epsilon = 0?)")
+    norm = np.linalg.norm(G, axis=1)
+    keep = norm > 1e-14
+    G, h = G[keep] / norm[keep, None], h[keep] / norm[keep]
+    if d == 2:
+        g = G[:, 0]
+        hi = np.min(-h[g > 0] / g[g > 0])
+        lo = np.max(-h[g < 0] / g[g < 0])
+        Z = np.array([[lo], [hi]])
+    else:
+        hs = HalfspaceIntersection(np.hstack([G, h[:, None]]), np.zeros(d - 1))
+        Z = hs.intersections
+    C = c0 + Z @ N.T
+    # polish: re-solve each vertex from its active rows (plus Σ c = 1)
+    Hn = H / np.linalg.norm(H, axis=1, keepdims=True)
+    out = []
+    for c in C:
+        act = np.abs(Hn @ c) <= 1e-7
+        M = np.vstack([Hn[act], np.ones((1, d))])
+        rhs = np.zeros(M.shape[0])
+        rhs[-1] = 1.0
+        sol, *_ = np.linalg.lstsq(M, rhs, rcond=None)
+        if np.linalg.matrix_rank(M, tol=1e-10) == d and np.abs(M @ sol - rhs).max() < 1e-9:
+            c = sol
+        c = np.clip(c, 0.0, None)
+        out.append(c / c.sum())
+    R = np.unique(np.round(np.array(out), 11), axis=0)
+    viol = (A @ R.T).max(initial=0.0) if A.size else 0.0
+    if viol > tol:
+        raise SolverError(f"vertex enumeration returned a point violating a row by {viol:g}")
+    return R
+
+
+def _ray_lp(R, scenarios, V):
+    """The ray LP as bulk arrays: variables w (one per ray) and t (worst-case utility)."""
+    n, d = R.shape
+    phis = np.array([column_utility(R.T, s.prior, V) for s in scenarios])  # S × n
+    m2 = np.array([second_moment(s.prior, V) for s in scenarios])
+    S = len(scenarios)
+    # rows 0..d−1: Σ_j w_j r_j = 1; rows d..d+S−1: t − Σ_j w_j φ_θ(r_j) ≤ −E_θ‖V‖²
+    A = sp.vstack([sp.hstack([sp.csr_matrix(R.T), sp.csr_matrix((d, 1))]),
+                   sp.hstack([sp.csr_matrix(-phis), sp.csr_matrix(np.ones((S, 1)))])]).tocsc()
+    row_lo = np.r_[np.ones(d), np.full(S, -np.inf)]
+    row_hi = np.r_[np.ones(d), -m2]
+    col_lo = np.r_[np.zeros(n), -m2.max()]
+    col_hi = np.r_[1.0 / R.max(axis=1), 0.0]
+    c = np.r_[np.zeros(n), -1.0]  # min −t
+    return c, A, row_lo, row_hi, col_lo, col_hi
+
+
+def _order_columns(Q: np.ndarray) -> np.ndarray:
+    """Put the columns in the order that maximises the trace (labels Y like X, the MAE tie-break of
+    [001] Prop. 3), padding to d columns with never-used outputs when fewer are used."""
+    d, f = Q.shape
+    if f < d:
+        Q = np.hstack([Q, np.zeros((d, d - f))])
+    rows, cols = linear_sum_assignment(-Q)
+    rest = [k for k in range(Q.shape[1]) if k not in set(cols)]
+    order = list(cols[np.argsort(rows)]) + rest
+    return Q[:, order]
+
+
+def solve_vertex(scenarios, V, A, *, time_limit: float | None = None) -> tuple[np.ndarray, float]:
+    """Exact global optimum by the ray LP (module docstring): ``(Q, bound)`` with ``bound`` a
+    certified upper bound on the worst-case utility min_θ (Σ_k φ_θ(q_k) − E_θ‖V‖²) = −max MSE."""
+    d = scenarios[0].prior.size
+    R = cone_rays(A, d)
+    res = solve_lp(*_ray_lp(R, scenarios, V), time_limit=time_limit)
+    raise_for_status(res, "LIP ray LP")
+    w = res.x[:-1]
+    used = w > 1e-12
+    Q = (R[used] * w[used, None]).T
+    bound = -res.optimality.bound
+    log.info("vertex method: %d rays, %d used, bound %.12g", R.shape[0], used.sum(), bound)
+    return _order_columns(Q), bound
+
+
+# ------------------------------------------------------------------ local multi-start (SLP)
+
+
+def _channel_lp(A, d: int, f: int, S: int):
+    """Bulk constraints on x = (vec Q row-major, t): A q_k ≤ 0 ∀k, rows sum to 1; t free in [−∞, 0]."""
+    r = A.shape[0]
+    priv = sp.kron(sp.csr_matrix(A), sp.identity(f))  # row i·f+k, col m·f+k
+    rows = sp.kron(sp.identity(d), np.ones((1, f)))
+    M = sp.vstack([sp.hstack([priv, sp.csr_matrix((r * f, 1))]),
+                   sp.hstack([rows, sp.csr_matrix((d, 1))])]).tocsr()
+    lo = np.r_[np.full(r * f, -np.inf), np.ones(d)]
+    hi = np.r_[np.zeros(r * f), np.ones(d)]
+    return M, lo, hi
+
+
+def _utility_and_grad(Q, s: Scenario, V):
+    """F_θ(Q) = Σ_k φ_θ(q_k) − E_θ‖V‖² and its gradient (0 on unused columns: a subgradient)."""
+    P = s.prior
+    lam = P @ Q
+    S = V.T @ (P[:, None] * Q)  # r × f
+    num = (S ** 2).sum(axis=0)
+    pos = lam > 1e-300
+    inv = np.where(pos, 1.0 / np.where(pos, lam, 1.0), 0.0)
+    F = float((num * inv).sum()) - second_moment(P, V)
+    grad = 2 * P[:, None] * (V @ S) * inv - np.outer(P, num * inv ** 2)
+    return F, grad
+
+
+class _ColumnPolytope:
+    """The normalised cone section S = {r ≥ 0, Σ r = 1, A r ≤ 0} as a HiGHS model built once;
+    :meth:`argmax` changes only the costs (the pricing loop solves many tiny LPs)."""
+
+    def __init__(self, A, d: int):
+        import highspy
+
+        self.d = d
+        M = sp.csc_matrix(np.vstack([A, np.ones((1, d))]))
+        M.eliminate_zeros()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = d, M.shape[0]
+        lp.col_cost_ = np.zeros(d)
+        lp.col_lower_, lp.col_upper_ = np.zeros(d), np.ones(d)
+        lp.row_lower_ = np.r_[np.full(A.shape[0], -highspy.kHighsInf), 1.0]
+        lp.row_upper_ = np.r_[np.zeros(A.shape[0]), 1.0]
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = d, M.shape[0]
+        lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = M.indices.astype(np.int32)
+        lp.a_matrix_.value_ = M.data
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        self.h.setOptionValue("simplex_strategy", 4)  # primal simplex: a cost change keeps feasibility
+        self.h.passModel(lp)
+        self.idx = np.arange(d, dtype=np.int32)
+        self.ok = highspy.HighsModelStatus.kOptimal
+
+    def argmax(self, g) -> np.ndarray | None:
+        """The vertex of S maximising g·r (``None`` if HiGHS fails)."""
+        self.h.changeColsCost(self.d, self.idx, -np.asarray(g, float))
+        self.h.run()
+        if self.h.getModelStatus() != self.ok:
+            return None
+        r = np.clip(np.array(self.h.getSolution().col_value), 0, None)
+        return r / r.sum()
+
+
+class _RayMaster:
+    """The ray LP (:func:`_ray_lp`) kept in one HiGHS model: columns are added as rays are found and
+    each re-solve starts from the previous basis."""
+
+    def __init__(self, scenarios, V, d: int):
+        import highspy
+
+        self.scen, self.V, self.d, self.S = scenarios, V, d, len(scenarios)
+        self.m2 = np.array([second_moment(s.prior, V) for s in scenarios])
+        self.inf = highspy.kHighsInf
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        for k, v in {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}.items():
+            self.h.setOptionValue(k, v)
+        lo = np.r_[np.ones(d), np.full(self.S, -self.inf)]
+        hi = np.r_[np.ones(d), -self.m2]
+        self.h.addRows(d + self.S, lo, hi, 0, np.array([], np.int32), np.array([], np.int32),
+                       np.array([], float))
+        rows = np.arange(d, d + self.S, dtype=np.int32)
+        self.h.addCol(-1.0, -float(self.m2.max()), 0.0, self.S, rows, np.ones(self.S))  # t
+        self.rays: list[np.ndarray] = []
+        self.ok = highspy.HighsModelStatus.kOptimal
+
+    def add(self, rays) -> None:
+        for r in rays:
+            phi = [float(column_utility(r[:, None], s.prior, self.V)[0]) for s in self.scen]
+            nz = np.nonzero(r > 0)[0]
+            idx = np.r_[nz, self.d + np.arange(self.S)].astype(np.int32)
+            val = np.r_[r[nz], -np.array(phi)]
+            self.h.addCol(0.0, 0.0, float(1.0 / r.max()), idx.size, idx, val)
+            self.rays.append(r)
+
+    def solve(self):
+        self.h.run()
+        if self.h.getModelStatus() != self.ok:
+            raise SolverError("the LIP column-generation master did not solve to optimality")
+        sol = self.h.getSolution()
+        x, y = np.array(sol.col_value), np.array(sol.row_dual)
+        return x[1:], float(x[0]), y[:self.d], np.maximum(0.0, -y[self.d:])
+
+
+def _price(r, y, mu, scenarios, V):
+    """Reduced-cost gain r·y + Σ_θ μ_θ φ_θ(r) of ray r, and its gradient (convex in r)."""
+    val, grad = float(r @ y), np.array(y, float)
+    for m, s in zip(mu, scenarios, strict=True):
+        if m > 0:
+            F, g = _utility_and_grad(r[:, None], s, V)
+            val += m * (F + second_moment(s.prior, V))
+            grad = grad + m * g[:, 0]
+    return val, grad
+
+
+def solve_local(scenarios, V, A, rng: np.random.Generator, *, starts: int = 4, f: int | None = None,
+                warm_starts=(), max_rounds: int = 500, time_limit: float | None = None):
+    """Column generation on the ray LP with a multi-start local pricing: ``(Q, utility, info)``.
+
+    The master is the ray LP of :func:`solve_vertex` over the rays found so far (HiGHS; always
+    feasible, the ``warm_starts``' columns are rays). Pricing maximises the reduced-cost gain
+    r·y + Σ_θ μ_θ φ_θ(r), a convex function, over the cone section S by successive LP ascent
+    (linearise, move to the best LP vertex, repeat while it improves: a first-order stationary
+    vertex), started from the master's basic rays and ``starts`` random LP vertices (random costs,
+    HiGHS) per round. It stops when no start finds an improving ray: the result is optimal over
+    every ray the local pricing can reach (exact when the pricing is; no bound is claimed).
+    ``f`` is accepted for interface symmetry; the result uses at most d + |θ| − 1 outputs.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise InputError("solve_local needs an explicit numpy.random.Generator")
+    t0 = time.perf_counter()
+    d = scenarios[0].prior.size
+    poly = _ColumnPolytope(np.asarray(A, float), d)
+    rays = []
+    for W in warm_starts:
+        W = np.asarray(W, float)
+        if W.shape[0] == d:
+            rays += [c / c.sum() for c in W.T if c.sum() > 1e-12]
+    for _ in range(starts):
+        r = poly.argmax(rng.standard_normal(d))
+        if r is not None:
+            rays.append(r)
+    if not rays:
+        raise SolverError("the local LIP solve found no feasible ray")
+    master = _RayMaster(scenarios, V, d)
+    master.add(np.unique(np.round(np.array(rays), 12), axis=0))
+    rounds = lps = 0
+    while True:
+        rounds += 1
+        w, best_val, y, mu = master.solve()
+        if rounds >= max_rounds or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+            break
+        tol = 1e-10 * max(1.0, abs(best_val))
+        basic = np.nonzero(w > 1e-12)[0]
+        seeds = [master.rays[j] for j in rng.choice(basic, size=min(basic.size, 2 * starts),
+                                                     replace=False)]
+        seeds += [r for r in (poly.argmax(rng.standard_normal(d)) for _ in range(starts))
+                  if r is not None]
+        new = []
+        for r in seeds:
+            val, grad = _price(r, y, mu, scenarios, V)
+            for _ in range(100):
+                rn = poly.argmax(grad)
+                lps += 1
+                if rn is None:
+                    break
+                vn, gn = _price(rn, y, mu, scenarios, V)
+                if vn <= val + 1e-12:
+                    break
+                r, val, grad = rn, vn, gn
+            if val > tol:
+                new.append(r)
+        if not new:
+            break
+        master.add(np.unique(np.round(np.array(new), 12), axis=0))
+    R = np.array(master.rays)
+    used = w > 1e-12
+    Q = (R[used] * w[used, None]).T
+    info = {"rounds": rounds, "rays": int(R.shape[0]), "pricing_lps": lps, "starts": starts}
+    log.info("local solve: %d rounds, %d rays, %d pricing LPs, utility %.12g", rounds, R.shape[0],
+             lps, best_val)
+    return _order_columns(Q), float(best_val), info
+
+
+# ------------------------------------------------------------ declarative Pyomo model + SCIP
+
+
+def build_pyomo(scenarios, V, A, *, f: int | None = None):
+    """Declarative model of max_Q min_θ Var_θ(X̂) − const (the MMSE design problem, [004] eq.
+    (15)–(17); [001] eq. (29)) in epigraph form, quadratic so a global solver can read it:
+
+        max t   s.t.  t ≤ Σ_k u[θ,k] − E_θ‖V‖²,   u[θ,k]·λ_θ[k] ≤ Σ_r s_θ[k,r]²,
+                      u[θ,k] ≤ max_m ‖V_m‖²·λ_θ[k],  λ_θ[k] = Σ_m P_θm q[m,k],
+                      s_θ[k,r] = Σ_m V[m,r] P_θm q[m,k],
+                      Σ_k q[m,k] = 1,   Σ_m A[i,m] q[m,k] ≤ 0 (the privacy rows),  0 ≤ q ≤ 1.
+
+    Users may add constraints before :func:`solve_pyomo_scip`.
+    """
+    import pyomo.environ as pyo
+
+    d = scenarios[0].prior.size
+    f = d if f is None else int(f)
+    V = np.asarray(V, float).reshape(d, -1)
+    A = np.asarray(A, float)
+    m = pyo.ConcreteModel(name="lip_mmse")
+    m.M, m.K, m.R = pyo.RangeSet(0, d - 1), pyo.RangeSet(0, f - 1), pyo.RangeSet(0, V.shape[1] - 1)
+    m.S, m.I = pyo.RangeSet(0, len(scenarios) - 1), pyo.RangeSet(0, A.shape[0] - 1)
+    m2 = [second_moment(s.prior, V) for s in scenarios]
+    m.q = pyo.Var(m.M, m.K, bounds=(0, 1))
+    m.lam = pyo.Var(m.S, m.K, bounds=(0, 1))
+    m.s = pyo.Var(m.S, m.K, m.R)
+    m.u = pyo.Var(m.S, m.K, bounds=(0, max(m2)))
+    m.t = pyo.Var(bounds=(-max(m2), 0))
+    m.rowsum = pyo.Constraint(m.M, rule=lambda b, i: sum(b.q[i, k] for k in b.K) == 1)
+    m.privacy = pyo.Constraint(m.I, m.K, rule=lambda b, i, k: sum(
+        float(A[i, j]) * b.q[j, k] for j in b.M if A[i, j] != 0) <= 0)
+    m.lam_def = pyo.Constraint(m.S, m.K, rule=lambda b, s, k: b.lam[s, k] == sum(
+        float(scenarios[s].prior[j]) * b.q[j, k] for j in b.M))
+    m.s_def = pyo.Constraint(m.S, m.K, m.R, rule=lambda b, s, k, r: b.s[s, k, r] == sum(
+        float(V[j, r] * scenarios[s].prior[j]) * b.q[j, k] for j in b.M if V[j, r] != 0))
+    m.epi = pyo.Constraint(m.S, m.K, rule=lambda b, s, k: b.u[s, k] * b.lam[s, k] <= sum(
+        b.s[s, k, r] ** 2 for r in b.R))
+    vmax2 = float((V ** 2).sum(axis=1).max())  # ‖X̂‖² ≤ max_m ‖V_m‖²: u ≤ vmax²·λ (valid, and it
+    m.cap = pyo.Constraint(m.S, m.K, rule=lambda b, s, k: b.u[s, k] <= vmax2 * b.lam[s, k])
+    # stops a global solver from inflating u on a column of tiny mass within its tolerance)
+    m.worst = pyo.Constraint(m.S, rule=lambda b, s: b.t <= sum(b.u[s, k] for k in b.K) - m2[s])
+    m.obj = pyo.Objective(expr=m.t, sense=pyo.maximize)
+    return m
+
+
+def solve_pyomo_scip(model, *, time_limit: float | None = None, gap: float = 1e-7,
+                     verbose: bool = False) -> tuple[np.ndarray, float, float, dict]:
+    """Solve a :func:`build_pyomo` model (or any Pyomo model with linear/quadratic rows and a linear
+    objective) globally with SCIP's spatial branch-and-bound through pyscipopt. Each Pyomo row is
+    compiled by Pyomo's standard representation and passed to SCIP as is. Returns
+    ``(Q, primal t, SCIP's dual bound on t, stats)``."""
+    import pyomo.environ as pyo
+    import pyscipopt
+    from pyomo.repn import generate_standard_repn
+
+    time_limit = check_time_limit(time_limit)
+    scip = pyscipopt.Model()
+    scip.hideOutput(not verbose)
+    svars = {}
+    for v in model.component_data_objects(pyo.Var, active=True):
+        lb = -scip.infinity() if v.lb is None else v.lb
+        ub = scip.infinity() if v.ub is None else v.ub
+        svars[id(v)] = scip.addVar(name=v.name, lb=lb, ub=ub)
+
+    def expr(repn):
+        e = pyscipopt.Expr() + float(repn.constant)
+        for c, v in zip(repn.linear_coefs, repn.linear_vars, strict=True):
+            e = e + float(c) * svars[id(v)]
+        for c, (v, w) in zip(repn.quadratic_coefs, repn.quadratic_vars, strict=True):
+            e = e + float(c) * svars[id(v)] * svars[id(w)]
+        return e
+
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        repn = generate_standard_repn(con.body, quadratic=True)
+        if repn.nonlinear_expr is not None:
+            raise InputError(f"constraint {con.name} is not quadratic: SCIP via this path needs "
+                             "linear or quadratic rows")
+        e = expr(repn)
+        lo, up = pyo.value(con.lower), pyo.value(con.upper)
+        if lo is not None and up is not None and lo == up:
+            scip.addCons(e == lo, name=con.name)
+        else:
+            if lo is not None:
+                scip.addCons(e >= lo, name=con.name + "_lo")
+            if up is not None:
+                scip.addCons(e <= up, name=con.name + "_up")
+    (obj,) = list(model.component_data_objects(pyo.Objective, active=True))
+    orepn = generate_standard_repn(obj.expr)
+    if not orepn.is_linear():
+        raise InputError("the objective must be linear (use an epigraph variable)")
+    scip.setObjective(expr(orepn), "maximize" if obj.sense == pyo.maximize else "minimize")
+    scip.setParam("limits/gap", gap)
+    scip.setParam("numerics/feastol", 1e-9)
+    if time_limit is not None:
+        scip.setParam("limits/time", time_limit)
+    t0 = time.perf_counter()
+    scip.optimize()
+    status = scip.getStatus()
+    if scip.getNSols() == 0:
+        raise SolverError(f"SCIP found no solution (status {status})")
+    sol = scip.getBestSol()
+    d, f = len(model.M), len(model.K)
+    Q = np.array([[scip.getSolVal(sol, svars[id(model.q[i, k])]) for k in range(f)]
+                  for i in range(d)])
+    stats = {"scip_status": status, "scip_nodes": scip.getNNodes(),
+             "solve_s": time.perf_counter() - t0}
+    return Q, float(scip.getPrimalbound()), float(scip.getDualbound()), stats
+
+
+# ---------------------------------------------------------------------------- linear objectives
+
+
+def solve_linear(scenarios, loss, A, *, time_limit: float | None = None):
+    """min Σ_m P_m Σ_k L[m,k] q_mk over the privacy polytope (MAE [001] eq. (23); Hamming [004]
+    eq. (42) with L = 1 − I): an LP (HiGHS). With several scenarios the worst case is minimised.
+    Returns ``(Q, objective, bound)``."""
+    d = scenarios[0].prior.size
+    L = np.asarray(loss, float)
+    f = L.shape[1]
+    M, lo, hi = _channel_lp(A, d, f, 1)
+    S = len(scenarios)
+    n = d * f
+    cost = np.array([(s.prior[:, None] * L).ravel() for s in scenarios])
+    # min t s.t. cost_θ·q − t ≤ 0
+    MM = sp.vstack([M, sp.hstack([sp.csr_matrix(cost), sp.csr_matrix(-np.ones((S, 1)))])]).tocsc()
+    res = solve_lp(np.r_[np.zeros(n), 1.0], MM, np.r_[lo, np.full(S, -np.inf)], np.r_[hi, np.zeros(S)],
+                   np.r_[np.zeros(n), 0.0], np.r_[np.ones(n), max(L.max(), 0.0)],
+                   time_limit=time_limit)
+    raise_for_status(res, "LIP linear-utility LP")
+    Q = np.clip(res.x[:n], 0, None).reshape(d, f)
+    return Q / Q.sum(axis=1, keepdims=True), res.optimality.objective, res.optimality.bound
