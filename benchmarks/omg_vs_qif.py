@@ -48,10 +48,10 @@ def main(argv=None):
         rng = np.random.default_rng(args.seed + g)
         inst = li.grid(g, g).with_prior(rng.dirichlet(np.ones(g * g)))
         t0 = time.perf_counter()
-        simplex = omg.solve(inst, args.epsilon, method="simplex")
+        simplex = omg.solve(inst, args.epsilon, method="full", algorithm="simplex")
         t_simplex = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ipm = omg.solve(inst, args.epsilon, method="ipm")
+        ipm = omg.solve(inst, args.epsilon, method="full", algorithm="ipm")
         t_ipm = time.perf_counter() - t0
         t_qif, obj_qif = qif_solve(inst, args.epsilon)
         best = min(t_simplex, t_ipm)

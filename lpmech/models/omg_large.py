@@ -208,10 +208,10 @@ def tents(F: np.ndarray) -> np.ndarray:
     return np.exp(-P).T
 
 
-def _starting_columns(instance: Instance, eps: float, F: np.ndarray) -> list[tuple[int, np.ndarray]]:
+def _starting_columns(instance: Instance, eps: float, F: np.ndarray,
+                      T: np.ndarray) -> list[tuple[int, np.ndarray]]:
     K = instance.K
     cols = [(k, np.ones(K)) for k in range(K)]
-    T = tents(F)
     cols += [(k, T[:, k].copy()) for k in range(K)]
     try:
         Z = baselines.exponential(instance, eps).matrix
@@ -225,7 +225,8 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray) -> list[tup
 
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
                         bound_F: np.ndarray | None = None, tol: float = 1e-8,
-                        stabilise: float = 0.5,
+                        stabilise: float = 0.5, master_algorithm: str = "simplex",
+                        master_options: dict | None = None, purge_after: int = 5,
                         max_rounds: int = 5000, n_near: int = 0, time_limit: float | None = None,
                         verbose: bool = False) -> Result:
     """OMG by Dantzig–Wolfe decomposition over output columns (uncertified :class:`Result`).
@@ -237,6 +238,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             bound (default ``F``; the spanner path passes the true-ε rows on spanner edges so its
             bound is a bound on the exact optimum).
         tol: stop when (upper − lower) ≤ tol·|upper|.
+        purge_after: every this many rounds, delete master columns not basic for as many rounds
+            (0: keep every column).
         stabilise: Wentges smoothing weight α in [0, 1): price at α·(multipliers of the best
             bound) + (1 − α)·(master duals); 0 turns smoothing off.
         max_rounds, time_limit: limits (status ``"time_limit"`` when reached).
@@ -250,19 +253,26 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     F = factor_matrix(instance, eps) if F is None else F
     K = instance.K
     C = _costs(instance)
-    master = new_highs("simplex", verbose=False)
+    # primal simplex by default: added columns keep the master's basis primal feasible
+    master = new_highs(master_algorithm, options=master_options if master_options is not None
+                       else {"simplex_strategy": 4})
     master.addRows(K, np.ones(K), np.ones(K), 0, np.zeros(K, np.int32), np.zeros(0, np.int32),
                    np.zeros(0))
     ks: list[int] = []
     vs: list[np.ndarray] = []
+
+    last_basic: list[int] = []  # the last round in which each column was basic
 
     def add_column(k: int, v: np.ndarray) -> None:
         idx = np.nonzero(v > 0)[0].astype(np.int32)
         master.addCol(float(C[:, k] @ v), 0.0, math.inf, idx.size, idx, v[idx])
         ks.append(k)
         vs.append(v)
+        last_basic.append(rnd)
 
-    for k, v in _starting_columns(instance, eps, F):
+    rnd = 0
+
+    for k, v in _starting_columns(instance, eps, F, tents(F)):
         add_column(k, v)
     pi, pj = near_pairs(F, n_near)
     base = _column_rows(F, pi, pj, K)
@@ -280,13 +290,18 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     lower = -math.inf
     center = None  # the multipliers of the best lower bound so far (stabilisation centre)
     status = "time_limit"
+    master_s = 0.0
     for rnd in range(1, max_rounds + 1):
+        ts = time.perf_counter()
         master.run()
+        master_s += time.perf_counter() - ts
         mstatus = _STATUS.get(master.getModelStatus(), "error")
         if mstatus != "optimal":
             raise SolverError(f"OMG master LP ended with status {mstatus!r}")
         mu_master = np.array(master.getSolution().row_dual)
         upper = float(master.getInfo().objective_function_value)
+        if purge_after and rnd % purge_after == 0:
+            _purge_columns(master, ks, vs, last_basic, rnd, purge_after)
         # Wentges smoothing: price at a point between the centre and the master's duals
         smoothed = center is not None and stabilise > 0
         mu = stabilise * center + (1 - stabilise) * mu_master if smoothed else mu_master
@@ -307,7 +322,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
                 add_column(k, v)
                 added += 1
         else:
-            lower = float(mu.sum() + math.fsum(np.minimum(bounds, 0.0)))  # a complete pricing round: L(mu) is a valid bound
+            # a complete pricing round: L(mu) is a valid bound
+            lower = float(mu.sum() + math.fsum(np.minimum(bounds, 0.0)))
             if lower > best_lower:
                 best_lower, center = lower, mu
         gap = (upper - best_lower) / max(abs(upper), 1e-12)
@@ -334,12 +350,32 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         best_lower = _relaxed_lower_bound(bound_F, C, mu, n_near)
     stats = {"solver": "highs", "method": "decomposition", "rounds": len(trace),
              "columns": len(ks), "pricing_rows": int(sum(p.lp.n_rows for p in pricing)),
-             "all_rows": int(np.count_nonzero(F)) * K, "setup_s": t_setup, "trace": trace,
+             "all_rows": int(np.count_nonzero(F)) * K, "setup_s": t_setup, "master_s": master_s,
+             "trace": trace,
              "time_s": time.perf_counter() - t0}
     res = Result(status=status, stats=stats, x=Z.ravel(), duals=mu)
     if status == "optimal":
         res.optimality = OptimalityCertificate.from_values(upper, best_lower)
     return res
+
+
+def _purge_columns(master, ks: list, vs: list, last_basic: list, rnd: int, age: int) -> None:
+    """Delete master columns that have not been basic for ``age`` rounds (the basis stays valid;
+    a deleted column can be generated again if it prices out)."""
+    import highspy
+
+    status = master.getBasis().col_status
+    basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in status])
+    lb = np.asarray(last_basic)
+    lb[basic] = rnd
+    drop = np.nonzero(lb < rnd - age)[0]
+    keep = np.ones(lb.size, dtype=bool)
+    keep[drop] = False
+    last_basic[:] = lb[keep].tolist()
+    if drop.size:
+        master.deleteCols(drop.size, drop.astype(np.int32))
+        ks[:] = [k for k, kept in zip(ks, keep) if kept]
+        vs[:] = [v for v, kept in zip(vs, keep) if kept]
 
 
 def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: int) -> float:

@@ -128,6 +128,13 @@ class LazyLP:
             ts = time.perf_counter()
             self.h.run()
             status = _STATUS.get(self.h.getModelStatus(), "error")
+            if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry, cold
+                self.h.run()
+                status = _STATUS.get(self.h.getModelStatus(), "error")
+                if status == "error":
+                    self.h.clearSolver()
+                    self.h.run()
+                    status = _STATUS.get(self.h.getModelStatus(), "error")
             solve_s = time.perf_counter() - ts
             if status != "optimal":
                 return self._outcome(status, None, rnd, trace)
