@@ -202,3 +202,14 @@ def test_cli_auto_says_what_it_picked(capsys):
     assert cli.main(["omg", "--grid", "6x5", "--epsilon", "0.5"]) == 0
     report = capsys.readouterr().out
     assert "method decomposition (auto)" in report
+
+
+def test_decomposition_in_worker_processes_equals_in_process():
+    inst = li.grid(4, 4, prior=random_prior(16, 11))
+    a = omg_large.solve_decomposition(inst, 0.9, workers=1)
+    b = omg_large.solve_decomposition(inst, 0.9, workers=2)
+    assert b.stats["workers"] == 2 and a.stats["workers"] == 1
+    assert b.optimality.objective == pytest.approx(a.optimality.objective, rel=1e-7)
+    assert b.stats["pricing_rows"] == a.stats["pricing_rows"]  # the same LPs, the same rows
+    full = omg.solve(inst, 0.9, method="full")
+    assert b.optimality.bound <= full.objective * (1 + 1e-9) <= b.optimality.objective * (1 + 1e-7)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 
 import numpy as np
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 #: primal feasibility tolerance (1e-9), or a row already in the LP could be "found" again; the
 #: certificate of the returned matrix checks every row exactly and repairs what is below it
 SEPARATION_TOL = 1e-8
+#: from this many locations up, the decomposition prices in worker processes by default
+PARALLEL_MIN_K = 100
 
 
 # ------------------------------------------------------------------------------ rows and oracle
@@ -200,6 +203,109 @@ def _lagrangian(rho: np.ndarray) -> np.ndarray:
     return np.minimum(rho, 0.0).sum(axis=0)
 
 
+def _pricing_lps(F: np.ndarray, outputs, n_near: int) -> dict[int, _Pricing]:
+    """One pricing LP per output, each starting with the near rows and its own star rows."""
+    K = F.shape[0]
+    pi, pj = near_pairs(F, n_near)
+    base = _column_rows(F, pi, pj, K)
+    lps = {}
+    for k in outputs:
+        star = np.nonzero(F[k] > 0)[0]
+        rows = sp.vstack([base, _column_rows(F, np.full(star.size, k), star, K)], format="csr")
+        lps[int(k)] = _Pricing(F, rows, verbose=False)
+    return lps
+
+
+def _price_all(lps: dict, outputs, W: np.ndarray, deadline: float | None) -> list | None:
+    """Price ``outputs`` (columns of ``W``): [(k, v, value, rho)], or None past the deadline."""
+    out = []
+    for col, k in enumerate(outputs):
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
+        out.append((k, *lps[k].price(W[:, col])))
+    return out
+
+
+class _LocalPricer:
+    """The pricing LPs of all outputs in this process."""
+
+    def __init__(self, F, n_near):
+        self.lps = _pricing_lps(F, range(F.shape[0]), n_near)
+
+    def price(self, outputs, W, deadline):
+        return _price_all(self.lps, list(outputs), W[:, outputs], deadline)
+
+    def n_rows(self) -> int:
+        return sum(lp.lp.n_rows for lp in self.lps.values())
+
+    def close(self) -> None:
+        pass
+
+
+def _worker(conn, F, outputs, n_near) -> None:  # pragma: no cover - runs in a child process
+    lps = _pricing_lps(F, outputs, n_near)
+    while (msg := conn.recv()) is not None:
+        if msg == "rows":
+            conn.send(sum(lp.lp.n_rows for lp in lps.values()))
+            continue
+        ks, W = msg
+        try:
+            conn.send(_price_all(lps, ks, W, None))
+        except Exception as exc:  # report, do not hang the parent
+            conn.send(exc)
+
+
+class _ProcessPricer:
+    """The pricing LPs split over worker processes, each keeping its LPs warm across rounds.
+
+    A stateful pool (not a ``concurrent.futures`` executor): what makes pricing cheap is that
+    each LP restarts from its own basis and rows, so an output always goes to the same worker.
+    """
+
+    def __init__(self, F, n_near, workers):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        K = F.shape[0]
+        self.owner = np.arange(K) % workers
+        self.conns, self.procs = [], []
+        for w in range(workers):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, F, np.nonzero(self.owner == w)[0], n_near),
+                               daemon=True)
+            proc.start()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def price(self, outputs, W, deadline):
+        outputs = np.asarray(outputs)
+        parts = [outputs[self.owner[outputs] == w] for w in range(len(self.conns))]
+        for conn, ks in zip(self.conns, parts):
+            conn.send((ks.tolist(), W[:, ks]))
+        out = []
+        for conn in self.conns:
+            got = conn.recv()
+            if isinstance(got, Exception):
+                raise got
+            out.extend(got)
+        return out
+
+    def n_rows(self) -> int:
+        for conn in self.conns:
+            conn.send("rows")
+        return sum(conn.recv() for conn in self.conns)
+
+    def close(self) -> None:
+        for conn, proc in zip(self.conns, self.procs):
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+
+
 def tents(F: np.ndarray) -> np.ndarray:
     """Columns T[:, s] = e^{−P(s, ·)}, P the shortest paths of arcs i→j of length −log F_ij: in C."""
     i, j = np.nonzero(F)
@@ -224,9 +330,10 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray,
 
 
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
-                        bound_F: np.ndarray | None = None, tol: float = 1e-8,
+                        bound_F: np.ndarray | None = None, tol: float = 1e-7,
                         stabilise: float = 0.5, master_algorithm: str = "simplex",
                         master_options: dict | None = None, purge_after: int = 5,
+                        workers: int | None = None,
                         max_rounds: int = 5000, n_near: int = 0, time_limit: float | None = None,
                         verbose: bool = False) -> Result:
     """OMG by Dantzig–Wolfe decomposition over output columns (uncertified :class:`Result`).
@@ -245,6 +352,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         max_rounds, time_limit: limits (status ``"time_limit"`` when reached).
         n_near: each pricing LP starts with the rows to each location's ``n_near`` nearest
             neighbours and the rows from its own output.
+        workers: processes for the pricing LPs (default: 2 when K ≥ PARALLEL_MIN_K and the
+            machine has 2 cores, else 1 — in this process).
         verbose: log every round at INFO.
     """
     eps = check_epsilon(epsilon)
@@ -263,24 +372,30 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
 
     last_basic: list[int] = []  # the last round in which each column was basic
 
-    def add_column(k: int, v: np.ndarray) -> None:
+    def add_column(k: int, v: np.ndarray, born: int = 0) -> None:
         idx = np.nonzero(v > 0)[0].astype(np.int32)
         master.addCol(float(C[:, k] @ v), 0.0, math.inf, idx.size, idx, v[idx])
         ks.append(k)
         vs.append(v)
-        last_basic.append(rnd)
-
-    rnd = 0
+        last_basic.append(born)
 
     for k, v in _starting_columns(instance, eps, F, tents(F)):
         add_column(k, v)
-    pi, pj = near_pairs(F, n_near)
-    base = _column_rows(F, pi, pj, K)
-    pricing = []
-    for k in range(K):
-        star = np.nonzero(F[k] > 0)[0]
-        rows = sp.vstack([base, _column_rows(F, np.full(star.size, k), star, K)], format="csr")
-        pricing.append(_Pricing(F, rows, verbose=False))
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if K >= PARALLEL_MIN_K else 1
+    pricer = _ProcessPricer(F, n_near, workers) if workers > 1 else _LocalPricer(F, n_near)
+    try:
+        return _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, bound_F,
+                          tol, max_rounds, n_near, time_limit, verbose, stabilise, purge_after,
+                          workers, t0)
+    finally:
+        pricer.close()
+
+
+def _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, bound_F, tol,
+               max_rounds, n_near, time_limit, verbose, stabilise, purge_after, workers, t0):
+    """The rounds of :func:`solve_decomposition` (master, pricing, bounds, stopping)."""
+    K = instance.K
     t_setup = time.perf_counter() - t0
 
     trace: list[dict] = []
@@ -311,17 +426,16 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         bounds = _lagrangian(RHO + (W - W_last))
         threshold = -tol * max(abs(upper), 1e-12) / K
         added, solved = 0, 0
-        for k in np.nonzero(bounds < threshold)[0]:
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                break
-            v, value, RHO[:, k] = pricing[k].price(W[:, k])
-            W_last[:, k] = W[:, k]
-            bounds[k] = _lagrangian(RHO[:, k])
+        todo = np.nonzero(bounds < threshold)[0]
+        priced = pricer.price(todo, W, None if time_limit is None else t0 + time_limit)
+        for k, v, value, rho in priced or ():
+            RHO[:, k], W_last[:, k] = rho, W[:, k]
+            bounds[k] = _lagrangian(rho)
             solved += 1
             if value < threshold:
-                add_column(k, v)
+                add_column(k, v, rnd)
                 added += 1
-        else:
+        if priced is not None:
             # a complete pricing round: L(mu) is a valid bound
             lower = float(mu.sum() + math.fsum(np.minimum(bounds, 0.0)))
             if lower > best_lower:
@@ -349,7 +463,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     if bound_F is not None:
         best_lower = _relaxed_lower_bound(bound_F, C, mu, n_near)
     stats = {"solver": "highs", "method": "decomposition", "rounds": len(trace),
-             "columns": len(ks), "pricing_rows": int(sum(p.lp.n_rows for p in pricing)),
+             "columns": len(ks), "pricing_rows": int(pricer.n_rows()), "workers": workers,
              "all_rows": int(np.count_nonzero(F)) * K, "setup_s": t_setup, "master_s": master_s,
              "trace": trace,
              "time_s": time.perf_counter() - t0}

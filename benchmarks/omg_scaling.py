@@ -1,0 +1,178 @@
+"""OMG at scale: every solve path of ours against qif and a plain full HiGHS solve, in one run.
+
+For each g×g unit grid (ε = 1 per cell, Euclidean loss, a Dirichlet(1) prior from ``--seed``),
+time ``lpmech.models.omg.solve`` with each method (``decomposition``, ``cutting-plane``,
+``spanner``), the plain full LP (every row written, no implied-row elimination, HiGHS
+``--full-algorithm``) and ``qif.mechanism.d_privacy.min_loss_given_d`` (in a child process, so it can
+be stopped). A path that exceeds ``--budget`` seconds at one size is skipped at larger sizes.
+Prints times, the ratios qif/ours and full/ours (ours = our fastest exact path), the objectives'
+agreement, our certified gap and realised ε, and the spanner's excess loss; writes
+``benchmarks/results/omg_scaling.csv`` and a log-log ``omg_scaling.png`` of time against K.
+
+    python benchmarks/omg_scaling.py [--sizes 4 5 7 8 10 14 20] [--budget 600]
+
+qif is a test/benchmark dependency (``pip install -e ".[test]"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lpmech import instance as li
+from lpmech.errors import TimeLimitError
+from lpmech.models import omg
+
+OUT = Path(__file__).resolve().parent / "results"
+EXACT = ("decomposition", "cutting-plane")
+
+
+def _qif_child(queue, prior, metric, eps):
+    from qif.mechanism import d_privacy
+
+    t0 = time.perf_counter()
+    C = d_privacy.min_loss_given_d(prior, len(prior), lambda i, j: eps * metric[i, j],
+                                   lambda i, j: metric[i, j])
+    queue.put((time.perf_counter() - t0, float((prior[:, None] * metric * C).sum())))
+
+
+def qif_solve(inst, eps, budget):
+    """(seconds, objective) of qif in a child process, or (None, None) past the budget."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_qif_child, args=(queue, inst.prior, inst.metric, eps))
+    proc.start()
+    proc.join(budget)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        return None, None
+    return queue.get() if not queue.empty() else (None, None)
+
+
+def timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    try:
+        res = fn(*args, **kwargs)
+    except TimeLimitError:
+        return None, None
+    return time.perf_counter() - t0, res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4, 5, 7, 8, 10, 14, 20],
+                    help="grid sides g (K = g*g)")
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budget", type=float, default=600.0, help="seconds per solve (default 600)")
+    ap.add_argument("--methods", nargs="+", default=["decomposition", "cutting-plane", "spanner"],
+                    choices=["decomposition", "cutting-plane", "spanner"])
+    ap.add_argument("--baselines", nargs="*", default=["full", "qif"], choices=["full", "qif"])
+    ap.add_argument("--full-algorithm", default="ipm", choices=["ipm", "simplex", "choose"])
+    ap.add_argument("--delta", type=float, default=1.1, help="spanner dilation")
+    args = ap.parse_args(argv)
+    OUT.mkdir(exist_ok=True)
+    eps, budget = args.epsilon, args.budget
+    over: dict[str, int] = {}  # path -> the K at which it went over the budget
+    rows = []
+    head = (f"{'K':>5} " + " ".join(f"{m[:13]:>13}" for m in args.methods) +
+            " " + " ".join(f"{b:>9}" for b in args.baselines) +
+            f" {'qif/ours':>9} {'full/ours':>9} {'objective':>13} {'max rel diff':>12} {'gap':>8}"
+            f" {'real eps':>10} {'spanner +%':>10}")
+    print(head, flush=True)
+    for g in args.sizes:
+        rng = np.random.default_rng(args.seed)
+        inst = li.grid(g, g).with_prior(rng.dirichlet(np.ones(g * g)))
+        K = inst.K
+        row: dict = {"K": K}
+        results = {}
+        for m in args.methods:
+            t, res = (None, None) if m in over else timed(
+                omg.solve, inst, eps, method=m, delta=args.delta, time_limit=budget)
+            if t is None and m not in over:
+                over[m] = K
+            row[f"{m}_s"] = t
+            if res is not None:
+                results[m] = res
+                row[f"{m}_objective"] = res.objective
+                row[f"{m}_gap"] = res.gap
+                row[f"{m}_realized_epsilon"] = res.certificate.realized_epsilon
+                row[f"{m}_rounds"] = res.stats.get("rounds")
+        if "full" in args.baselines:
+            t, res = (None, None) if "full" in over else timed(
+                omg.solve, inst, eps, method="full", reduce=False, algorithm=args.full_algorithm,
+                time_limit=budget)
+            if t is None and "full" not in over:
+                over["full"] = K
+            row["full_s"] = t
+            row["full_objective"] = None if res is None else res.objective
+        if "qif" in args.baselines:
+            t, obj = (None, None) if "qif" in over else qif_solve(inst, eps, budget)
+            if t is None and "qif" not in over:
+                over["qif"] = K
+            row["qif_s"], row["qif_objective"] = t, obj
+        exact = [m for m in EXACT if m in results]
+        ours = min((row[f"{m}_s"] for m in exact), default=None)
+        ref = results[exact[0]] if exact else None
+        row["ours_s"] = ours
+        row["ratio_qif_ours"] = row.get("qif_s") / ours if ours and row.get("qif_s") else None
+        row["ratio_full_ours"] = row.get("full_s") / ours if ours and row.get("full_s") else None
+        objs = [results[m].objective for m in exact] + [
+            row[k] for k in ("full_objective", "qif_objective") if row.get(k) is not None]
+        row["max_rel_diff"] = (max(objs) - min(objs)) / min(objs) if len(objs) > 1 else None
+        if "spanner" in results and ref is not None:
+            row["spanner_excess"] = results["spanner"].objective / ref.objective - 1
+        rows.append(row)
+
+        def f(v, spec):
+            return f"{v:{spec}}" if v is not None else f"{'-':>{spec.split('.')[0]}}"
+
+        print(f"{K:>5} " + " ".join(f(row.get(f"{m}_s"), "13.2f") for m in args.methods) + " " +
+              " ".join(f(row.get(f"{b}_s"), "9.2f") for b in args.baselines) +
+              f" {f(row['ratio_qif_ours'], '9.1f')} {f(row['ratio_full_ours'], '9.1f')}"
+              f" {f(ref.objective if ref else None, '13.9f')} {f(row['max_rel_diff'], '12.1e')}"
+              f" {f(ref.gap if ref else None, '8.1e')}"
+              f" {f(ref.certificate.realized_epsilon if ref else None, '10.7f')}"
+              f" {f(100 * row['spanner_excess'] if 'spanner_excess' in row else None, '10.2f')}",
+              flush=True)
+    if over:
+        print("over the budget (then skipped): " + ", ".join(f"{p} at K={k}" for p, k in over.items()))
+    keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "K", k))
+    with (OUT / "omg_scaling.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    labels = {"decomposition": "lpmech decomposition (exact)",
+              "cutting-plane": "lpmech cutting planes (exact)",
+              "spanner": f"lpmech spanner, delta {args.delta:g} (approx.)",
+              "full": f"plain full LP, HiGHS {args.full_algorithm}", "qif": "qif min_loss_given_d"}
+    for key in [*args.methods, *args.baselines]:
+        pts = [(r["K"], r[f"{key}_s"]) for r in rows if r.get(f"{key}_s")]
+        if pts:
+            ax.loglog(*zip(*pts), "o-", label=labels[key])
+    ax.axhline(budget, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("K (locations)")
+    ax.set_ylabel("time (s)")
+    ax.set_title(f"OMG, g×g grid, epsilon {eps:g}, Euclidean loss")
+    ax.grid(True, which="both", lw=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(OUT / "omg_scaling.png", dpi=120)
+    print(f"wrote {OUT / 'omg_scaling.csv'} and {OUT / 'omg_scaling.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
