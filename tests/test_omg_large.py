@@ -213,3 +213,15 @@ def test_decomposition_in_worker_processes_equals_in_process():
     assert b.stats["pricing_rows"] == a.stats["pricing_rows"]  # the same LPs, the same rows
     full = omg.solve(inst, 0.9, method="full")
     assert b.optimality.bound <= full.objective * (1 + 1e-9) <= b.optimality.objective * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("purge_after", [0, 1, 2, 5])
+def test_column_purging_keeps_the_master_solution_consistent(purge_after):
+    inst = CASES["grid"]
+    res = omg_large.solve_decomposition(inst, EPS, purge_after=purge_after, workers=1)
+    Z = res.x.reshape(inst.K, inst.K)
+    # the raw master solution (before any cleaning) is a mechanism: rows sum to 1
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-9
+    assert omg_large.most_violated(omg.factor_matrix(inst, EPS), Z, tol=1e-7)[0].size == 0
+    full = omg.solve(inst, EPS, method="full")
+    assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)

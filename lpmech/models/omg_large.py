@@ -407,6 +407,8 @@ def _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, b
     status = "time_limit"
     master_s = 0.0
     for rnd in range(1, max_rounds + 1):
+        if purge_after and rnd % purge_after == 0:  # before the run, so λ matches the columns
+            _purge_columns(master, ks, vs, last_basic, rnd, purge_after)
         ts = time.perf_counter()
         master.run()
         master_s += time.perf_counter() - ts
@@ -415,8 +417,6 @@ def _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, b
             raise SolverError(f"OMG master LP ended with status {mstatus!r}")
         mu_master = np.array(master.getSolution().row_dual)
         upper = float(master.getInfo().objective_function_value)
-        if purge_after and rnd % purge_after == 0:
-            _purge_columns(master, ks, vs, last_basic, rnd, purge_after)
         # Wentges smoothing: price at a point between the centre and the master's duals
         smoothed = center is not None and stabilise > 0
         mu = stabilise * center + (1 - stabilise) * mu_master if smoothed else mu_master
