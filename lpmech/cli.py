@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="full: every Geo-Ind row; cutting-plane: lazy rows (exact); decomposition: "
                         "Dantzig-Wolfe by output column with lazy rows (exact, fastest at large K); "
                         "spanner: rows on a delta-spanner with eps/delta (approximate, certified); "
-                        f"auto (default): full up to K={omg.AUTO_FULL_MAX_K}, else decomposition "
+                        f"auto (default): cutting-plane up to K={omg.AUTO_SMALL_K}, else decomposition "
                         "(the report says which ran)")
     p.add_argument("--delta", type=float, default=1.1,
                    help="spanner dilation for --method spanner (default 1.1)")
@@ -175,8 +175,6 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_omg(args) -> int:
     """``lpmech omg``: build the instance, solve, report, save."""
     path, algorithm = SOLVERS[args.solver]
-    if args.method == "auto" and args.max_loss is not None:
-        args.method = "full"  # the utility row needs the full model
     info = {"command": "omg", "solver": args.solver, "epsilon": args.epsilon,
             "gamma": args.gamma}
     with json_on_error(args, info):

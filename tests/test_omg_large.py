@@ -169,7 +169,7 @@ def test_spanner_with_delta_one_is_exact(full_optima):
 
 def test_auto_picks_by_size():
     small, large = li.grid(3, 3), li.grid(6, 6)
-    assert omg.choose_method(small) == "full"
+    assert omg.choose_method(small) == "cutting-plane"
     assert omg.choose_method(large) == "decomposition"
     assert omg.choose_method(large, path="pyomo") == "full"
     with pytest.raises(InputError, match="unknown OMG method"):
