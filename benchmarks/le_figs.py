@@ -23,7 +23,6 @@ Writes ``benchmarks/results/le_figs.csv`` and ``le_fig1.png`` … ``le_fig4.png`
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 
 from lpmech import estimation as est
 from lpmech.instance import grid, line
+from lpmech.io import write_csv
 from lpmech.models import baselines
 from lpmech.models import le as L
 
@@ -218,11 +218,7 @@ def main(argv=None):
         rows += fig4([0.5, 1, 2, 4])
     keys = ["fig", "dim", "mech", "m", "eps", "r", "n", "repeats", "data", "err_t", "err_e", "mse_t",
             "mse_e", "err_t_uniform", "mse_t_uniform", "mse_raw_t"]
-    with (OUT / "le_figs.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for row in rows:
-            w.writerow({k: row.get(k) for k in keys})
+    write_csv(OUT / "le_figs.csv", [{k: row.get(k) for k in keys} for row in rows])
     plot(rows, OUT)
     print(f"{'fig':>3} {'dim':>4} {'mech':>4} {'m':>4} {'eps':>5} {'r':>5} {'Err theory':>10} "
           f"{'Err emp':>8} {'MSE/n theory':>12} {'MSE/n emp':>10} {'Err unif':>8} {'MSE/n unif':>10}")

@@ -19,7 +19,6 @@ Writes ``benchmarks/results/le_gowalla.csv`` and ``.png``.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from lpmech import datasets, estimation
+from lpmech.io import write_csv
 from lpmech.models import baselines
 from lpmech.models.le import GridLE
 
@@ -149,10 +149,7 @@ def main(argv=None):
 
             print(f"{eps:>4g} {row['mech']:>4} {f(row['err_e'], '8.4f')} {f(row['err_t'], '10.4f')} "
                   f"{row['mse_e']:10.4g} {f(row['mse_t'], '12.4g')} {row['time_s']:7.2f}", flush=True)
-    with (OUT / "le_gowalla.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(OUT / "le_gowalla.csv", rows)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -14,13 +14,13 @@ Writes ``benchmarks/results/le_scale.csv`` and ``.png``.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.linalg as sla
 
+from lpmech.io import write_csv
 from lpmech.models.le import GridLE
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -79,10 +79,7 @@ def main(argv=None):
             print(f"{metric:>9} {m:>8} {t_grid:8.3f} {row['cg_iterations']:>6} {row['residual']:9.1e} "
                   f"{fmt(row['dense_s'], '8.2f')} {fmt(row['ratio_dense_grid'], '10.0f')} "
                   f"{fmt(row['max_dp'], '9.1e')} {fmt(row['max_dest_over_n'], '9.1e')}", flush=True)
-    with (OUT / "le_scale.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(OUT / "le_scale.csv", rows)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -8,14 +8,12 @@ vertex method for d ≤ 8, column generation with local pricing above).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from pathlib import Path
 
 import numpy as np
 
-from lpmech.io import atomic_write
+from lpmech import io as lpio
 from lpmech.models import lip
 from lpmech.models import lip_closed_forms as cf
 from lpmech.plotting import save_figure
@@ -38,16 +36,7 @@ def lip_mse(P, eps, V, mode, rng=None, **kw) -> tuple[float, bool, float]:
 
 def write_csv(rows: list[dict], name: str) -> Path:
     OUT.mkdir(exist_ok=True)
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-
-    def fill(f):
-        s = io.StringIO()
-        w = csv.DictWriter(s, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-        f.write(s.getvalue().encode())
-
-    return atomic_write(OUT / f"{name}.csv", fill)
+    return lpio.write_csv(OUT / f"{name}.csv", rows)
 
 
 def plot_panels(rows: list[dict], name: str, panels: list[tuple[str, dict]], x: str, *,

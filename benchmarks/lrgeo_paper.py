@@ -24,7 +24,6 @@ wall-clock on this machine, all methods in one process run (speed-ups are ratios
 from __future__ import annotations
 
 import argparse
-import csv
 import logging
 import statistics
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from lpmech import datasets as ds
+from lpmech.io import write_csv
 from lpmech.models import baselines, lrgeo, omg
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -59,10 +59,7 @@ def own_cost(L, rows, Z):
 
 def write(name, rows):
     OUT.mkdir(exist_ok=True)
-    with open(OUT / f"lrgeo_{name}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(OUT / f"lrgeo_{name}.csv", rows)
 
 
 def fig(name, draw):

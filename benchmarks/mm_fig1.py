@@ -15,25 +15,16 @@ and ``.png``.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import time
 from pathlib import Path
 
-from lpmech.io import atomic_write
+from lpmech.io import write_csv
 from lpmech.models import matrix_mechanism as mm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
 
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, lambda f: f.write(buf.getvalue().encode()))
 
 
 def main(argv=None):

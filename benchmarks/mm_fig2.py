@@ -24,29 +24,18 @@ Writes ``benchmarks/results/mm_fig2.csv`` (long format) and ``.png``.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-from lpmech.io import atomic_write
+from lpmech.io import write_csv
 from lpmech.models import matrix_mechanism as mm
 from lpmech.models import range_mechanism as rm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """Write ``rows`` as CSV atomically."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, lambda f: f.write(buf.getvalue().encode()))
 
 
 def zipf(n: int, D: int, m: int, rng: np.random.Generator, a: float = 1.1) -> np.ndarray:

@@ -13,28 +13,17 @@ target is m = 1,000 in ≤ 30 s. Writes ``benchmarks/results/mm_scale.csv`` and 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
-from lpmech.io import atomic_write
+from lpmech.io import write_csv
 from lpmech.models import matrix_mechanism as mm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """Write ``rows`` as CSV atomically."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, lambda f: f.write(buf.getvalue().encode()))
 
 
 def metrics(m: int, rng: np.random.Generator) -> dict:

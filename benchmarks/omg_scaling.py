@@ -17,7 +17,6 @@ qif is a test/benchmark dependency (``pip install -e ".[test]"``).
 from __future__ import annotations
 
 import argparse
-import csv
 import multiprocessing as mp
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 from lpmech import instance as li
 from lpmech.errors import TimeLimitError
+from lpmech.io import write_csv
 from lpmech.models import omg
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -143,11 +143,7 @@ def main(argv=None):
               flush=True)
     if over:
         print("over the budget (then skipped): " + ", ".join(f"{p} at K={k}" for p, k in over.items()))
-    keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "K", k))
-    with (OUT / "omg_scaling.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(OUT / "omg_scaling.csv", rows)
     import matplotlib
 
     matplotlib.use("Agg")

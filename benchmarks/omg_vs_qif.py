@@ -13,13 +13,13 @@ qif is a test/benchmark dependency (``pip install -e ".[test]"``).
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 
 import numpy as np
 
 from lpmech import instance as li
+from lpmech.io import write_csv
 from lpmech.models import omg
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -63,10 +63,7 @@ def main(argv=None):
         rows.append(row)
         print(f"{inst.K:>5} {t_simplex:>10.2f} {t_ipm:>10.2f} {t_qif:>10.2f} {t_qif / best:>9.2f} "
               f"{simplex.objective:>14.9f} {agree:>15.2e} {simplex.gap:>9.1e}", flush=True)
-    with (OUT / "omg_vs_qif.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(OUT / "omg_vs_qif.csv", rows)
     import matplotlib
 
     matplotlib.use("Agg")

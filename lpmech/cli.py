@@ -167,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lpmech: error: interrupted (nothing was written)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (e.g. piped into head): not an error of ours
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 # -------------------------------------------------------------------------------------- omg

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -105,6 +106,18 @@ def atomic_write(path, write_fn: Callable[[BinaryIO], Any]) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ JSON
+
+
+def write_csv(path, rows: list[dict]) -> Path:
+    """Write ``rows`` (dicts; columns = their keys in order of first appearance) as CSV, atomically."""
+    import csv
+
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=keys)
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write(path, lambda f: f.write(buf.getvalue().encode()))
 
 
 def jsonable(obj):
@@ -288,5 +301,16 @@ def read_vector(path, what: str = "vector") -> np.ndarray:
     return np.array(values)
 
 
-__all__ = ["FORMAT", "SavedMechanism", "atomic_write", "check_output_path", "dumps",
-           "instance_info", "jsonable", "load_mechanism", "read_vector", "save_result"]
+__all__ = [
+    "FORMAT",
+    "SavedMechanism",
+    "atomic_write",
+    "check_output_path",
+    "dumps",
+    "instance_info",
+    "jsonable",
+    "load_mechanism",
+    "read_vector",
+    "save_result",
+    "write_csv",
+]
