@@ -169,7 +169,7 @@ def ldp_epsilon(matrix) -> float:
     """The realised ε of ε-LDP: max_k log(max_i Z[i,k] / min_i Z[i,k]) over outputs with mass."""
     z = np.asarray(matrix, float)
     hi, lo = z.max(axis=0), z.min(axis=0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # columns with no mass: 0 by np.where
         r = np.where(hi > 0, np.log(hi) - np.log(lo), 0.0)
     return float(r.max(initial=0.0))
 
