@@ -59,12 +59,15 @@ PARALLEL_MIN_K = 100
 # ------------------------------------------------------------------------------ rows and oracle
 
 
-def _column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int):
-    """Rows F_ij x[i] − x[j] ≤ 0 as a CSR block over ``n_vars`` variables."""
+def _column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int, k=None):
+    """Rows F_ij x[i] − x[j] ≤ 0 over one column's ``n_vars`` variables, or, with outputs ``k``,
+    rows F_ij z[i, k] − z[j, k] ≤ 0 over the K² variables z[i, k] = x[i·K + k] (n_vars = K)."""
     n = i.size
-    cols = np.column_stack([i, j]).ravel()
+    ci, cj = (i, j) if k is None else (i * n_vars + k, j * n_vars + k)
+    cols = np.column_stack([ci, cj]).ravel()
     vals = np.column_stack([F[i, j], -np.ones(n)]).ravel()
-    return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, n_vars))
+    width = n_vars if k is None else n_vars * n_vars
+    return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, width))
 
 
 def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL):
@@ -133,11 +136,11 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
         i, j, k, _ = most_violated(F, x.reshape(K, K))
         if i.size == 0:
             return None
-        rows = _monolithic_rows(F, i, j, k, K)
+        rows = _column_rows(F, i, j, K, k)
         return rows, np.full(i.size, -np.inf), np.zeros(i.size)
 
     lazy = LazyLP(_costs(instance).ravel(), np.zeros(n), np.ones(n), separate,
-                  A=sp.vstack([unit, _monolithic_rows(F, ii, jj, kk, K)]),
+                  A=sp.vstack([unit, _column_rows(F, ii, jj, K, kk)]),
                   row_lo=np.concatenate([np.ones(K), np.full(ii.size, -np.inf)]),
                   row_hi=np.concatenate([np.ones(K), np.zeros(ii.size)]),
                   method=algorithm, verbose=verbose)
@@ -151,14 +154,6 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
     if out.status == "optimal":
         res.optimality = OptimalityCertificate.from_values(out.objective, lazy.bound(out.duals))
     return res
-
-
-def _monolithic_rows(F, i, j, k, K):
-    """Rows F_ij z[i, k] − z[j, k] ≤ 0 over the K² variables z[i, k] = x[i·K + k]."""
-    n = i.size
-    cols = np.column_stack([i * K + k, j * K + k]).ravel()
-    vals = np.column_stack([F[i, j], -np.ones(n)]).ravel()
-    return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, K * K))
 
 
 # ------------------------------------------------------------------------------ decomposition
@@ -493,14 +488,9 @@ def _purge_columns(master, ks: list, vs: list, last_basic: list, rnd: int, age: 
 
 
 def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: int) -> float:
-    """L(μ) with C replaced by the (larger) cone of the rows in ``F``: a valid lower bound."""
-    K = F.shape[0]
-    pi, pj = near_pairs(F, n_near)
-    base = _column_rows(F, pi, pj, K)
-    lower = float(mu.sum())
-    for k in range(K):
-        lower += float(_lagrangian(_Pricing(F, base, verbose=False).price(C[:, k] - mu)[2]))
-    return lower
+    """L(μ) with C replaced by the cone of the rows in ``F`` (lazy rows): a valid lower bound."""
+    lps = _pricing_lps(F, range(F.shape[0]), n_near)
+    return float(mu.sum()) + sum(float(_lagrangian(lp.price(C[:, k] - mu)[2])) for k, lp in lps.items())
 
 
 # ------------------------------------------------------------------------------ spanner
