@@ -324,11 +324,71 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray,
     return cols
 
 
+class _Master:
+    """The restricted master LP: the K unit rows, one column per generated (output k, vector v).
+
+    Primal simplex by default: added columns keep its basis primal feasible.
+    """
+
+    def __init__(self, C: np.ndarray, algorithm: str, options: dict | None):
+        K = C.shape[0]
+        self.C = C
+        self.h = new_highs(algorithm, options={"simplex_strategy": 4} if options is None else options)
+        self.h.addRows(K, np.ones(K), np.ones(K), 0, np.zeros(K, np.int32), np.zeros(0, np.int32),
+                       np.zeros(0))
+        self.ks: list[int] = []
+        self.vs: list[np.ndarray] = []
+        self.last_basic: list[int] = []  # the last round in which each column was basic
+        self.run_s = 0.0
+
+    def add(self, k: int, v: np.ndarray, born: int = 0) -> None:
+        idx = np.nonzero(v > 0)[0].astype(np.int32)
+        self.h.addCol(float(self.C[:, k] @ v), 0.0, math.inf, idx.size, idx, v[idx])
+        self.ks.append(k)
+        self.vs.append(v)
+        self.last_basic.append(born)
+
+    def run(self) -> tuple[np.ndarray, float]:
+        """Solve; return the unit rows' duals μ and the objective (an upper bound)."""
+        ts = time.perf_counter()
+        self.h.run()
+        self.run_s += time.perf_counter() - ts
+        status = _STATUS.get(self.h.getModelStatus(), "error")
+        if status != "optimal":
+            raise SolverError(f"OMG master LP ended with status {status!r}")
+        return np.array(self.h.getSolution().row_dual), float(self.h.getInfo().objective_function_value)
+
+    def purge(self, rnd: int, age: int) -> None:
+        """Delete the columns not basic for ``age`` rounds (call before :meth:`run`: the basis stays
+        valid, and a deleted column is generated again if it prices out)."""
+        import highspy
+
+        basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in self.h.getBasis().col_status])
+        last = np.asarray(self.last_basic)
+        last[basic] = rnd
+        keep = last >= rnd - age
+        if not keep.all():
+            drop = np.nonzero(~keep)[0].astype(np.int32)
+            self.h.deleteCols(drop.size, drop)
+            self.ks = [k for k, kept in zip(self.ks, keep) if kept]
+            self.vs = [v for v, kept in zip(self.vs, keep) if kept]
+        self.last_basic = last[keep].tolist()
+
+    def matrix(self) -> np.ndarray:
+        """Z = Σ λ_r v_r e_{k_r}ᵀ from the last solve."""
+        lam = np.array(self.h.getSolution().col_value)
+        K = self.C.shape[0]
+        Z = np.zeros((K, K))
+        for k, v, weight in zip(self.ks, self.vs, lam):
+            if weight > 0:
+                Z[:, k] += weight * v
+        return Z
+
+
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
                         bound_F: np.ndarray | None = None, tol: float = 1e-7,
-                        stabilise: float = 0.5, master_algorithm: str = "simplex",
-                        master_options: dict | None = None, purge_after: int = 5,
-                        workers: int | None = None,
+                        stabilise: float = 0.5, purge_after: int = 5, workers: int | None = None,
+                        master_algorithm: str = "simplex", master_options: dict | None = None,
                         max_rounds: int = 5000, n_near: int = 0, time_limit: float | None = None,
                         verbose: bool = False) -> Result:
     """OMG by Dantzig–Wolfe decomposition over output columns (uncertified :class:`Result`).
@@ -357,61 +417,44 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     F = factor_matrix(instance, eps) if F is None else F
     K = instance.K
     C = _costs(instance)
-    # primal simplex by default: added columns keep the master's basis primal feasible
-    master = new_highs(master_algorithm, options=master_options if master_options is not None
-                       else {"simplex_strategy": 4})
-    master.addRows(K, np.ones(K), np.ones(K), 0, np.zeros(K, np.int32), np.zeros(0, np.int32),
-                   np.zeros(0))
-    ks: list[int] = []
-    vs: list[np.ndarray] = []
-
-    last_basic: list[int] = []  # the last round in which each column was basic
-
-    def add_column(k: int, v: np.ndarray, born: int = 0) -> None:
-        idx = np.nonzero(v > 0)[0].astype(np.int32)
-        master.addCol(float(C[:, k] @ v), 0.0, math.inf, idx.size, idx, v[idx])
-        ks.append(k)
-        vs.append(v)
-        last_basic.append(born)
-
+    master = _Master(C, master_algorithm, master_options)
     for k, v in _starting_columns(instance, eps, F, tents(F)):
-        add_column(k, v)
+        master.add(k, v)
     if workers is None:
         workers = min(2, os.cpu_count() or 1) if K >= PARALLEL_MIN_K else 1
     pricer = _ProcessPricer(F, n_near, workers) if workers > 1 else _LocalPricer(F, n_near)
+    t_setup = time.perf_counter() - t0
     try:
-        return _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, bound_F,
-                          tol, max_rounds, n_near, time_limit, verbose, stabilise, purge_after,
-                          workers, t0)
+        status, trace, mu, lower, upper = _rounds(master, pricer, C, tol, stabilise, purge_after,
+                                                  max_rounds, time_limit, verbose, t0)
+        pricing_rows = pricer.n_rows()
     finally:
         pricer.close()
+    if bound_F is not None:
+        lower = _relaxed_lower_bound(bound_F, C, mu, n_near)
+    stats = {"solver": "highs", "method": "decomposition", "rounds": len(trace),
+             "columns": len(master.ks), "pricing_rows": int(pricing_rows), "workers": workers,
+             "all_rows": int(np.count_nonzero(F)) * K, "setup_s": t_setup,
+             "master_s": master.run_s, "trace": trace, "time_s": time.perf_counter() - t0}
+    res = Result(status=status, stats=stats, x=master.matrix().ravel(), duals=mu)
+    if status == "optimal":
+        res.optimality = OptimalityCertificate.from_values(upper, lower)
+    return res
 
 
-def _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, bound_F, tol,
-               max_rounds, n_near, time_limit, verbose, stabilise, purge_after, workers, t0):
-    """The rounds of :func:`solve_decomposition` (master, pricing, bounds, stopping)."""
-    K = instance.K
-    t_setup = time.perf_counter() - t0
-
+def _rounds(master: _Master, pricer, C, tol, stabilise, purge_after, max_rounds, time_limit,
+            verbose, t0):
+    """Column generation rounds: ``(status, trace, μ, best lower bound, upper bound)``."""
+    K = C.shape[0]
     trace: list[dict] = []
-    best_lower, upper, mu = -math.inf, math.inf, np.zeros(K)
+    best_lower, upper, mu, lower = -math.inf, math.inf, np.zeros(K), -math.inf
     RHO = np.full((K, K), -np.inf)  # reduced costs of each pricing LP's last solve (none yet)
     W_last = np.zeros((K, K))
-    lower = -math.inf
     center = None  # the multipliers of the best lower bound so far (stabilisation centre)
-    status = "time_limit"
-    master_s = 0.0
     for rnd in range(1, max_rounds + 1):
-        if purge_after and rnd % purge_after == 0:  # before the run, so λ matches the columns
-            _purge_columns(master, ks, vs, last_basic, rnd, purge_after)
-        ts = time.perf_counter()
-        master.run()
-        master_s += time.perf_counter() - ts
-        mstatus = _STATUS.get(master.getModelStatus(), "error")
-        if mstatus != "optimal":
-            raise SolverError(f"OMG master LP ended with status {mstatus!r}")
-        mu_master = np.array(master.getSolution().row_dual)
-        upper = float(master.getInfo().objective_function_value)
+        if purge_after and rnd % purge_after == 0:
+            master.purge(rnd, purge_after)
+        mu_master, upper = master.run()
         # Wentges smoothing: price at a point between the centre and the master's duals
         smoothed = center is not None and stabilise > 0
         mu = stabilise * center + (1 - stabilise) * mu_master if smoothed else mu_master
@@ -420,71 +463,34 @@ def _decompose(instance, F, C, master, add_column, ks, vs, last_basic, pricer, b
         # output whose bound cannot go below the threshold has no improving column (no solve)
         bounds = _lagrangian(RHO + (W - W_last))
         threshold = -tol * max(abs(upper), 1e-12) / K
-        added, solved = 0, 0
+        added = 0
         todo = np.nonzero(bounds < threshold)[0]
         priced = pricer.price(todo, W, None if time_limit is None else t0 + time_limit)
         for k, v, value, rho in priced or ():
             RHO[:, k], W_last[:, k] = rho, W[:, k]
             bounds[k] = _lagrangian(rho)
-            solved += 1
             if value < threshold:
-                add_column(k, v, rnd)
+                master.add(k, v, rnd)
                 added += 1
-        if priced is not None:
-            # a complete pricing round: L(mu) is a valid bound
+        if priced is not None:  # a complete pricing round: L(μ) is a valid bound
             lower = float(mu.sum() + math.fsum(np.minimum(bounds, 0.0)))
             if lower > best_lower:
                 best_lower, center = lower, mu
         gap = (upper - best_lower) / max(abs(upper), 1e-12)
         elapsed = time.perf_counter() - t0
         trace.append({"round": rnd, "upper": upper, "lower": lower, "gap": gap, "added": added,
-                      "priced": solved, "columns": len(ks), "time_s": elapsed})
+                      "priced": 0 if priced is None else len(priced), "columns": len(master.ks),
+                      "time_s": elapsed})
         (log.info if verbose else log.debug)(
             "OMG decomposition round %d: upper %.10g lower %.10g gap %.2e (%d priced, +%d columns, "
-            "%.1fs)", rnd, upper, best_lower, gap, solved, added, elapsed)
+            "%.1fs)", rnd, upper, best_lower, gap, trace[-1]["priced"], added, elapsed)
         if time_limit is not None and elapsed > time_limit:
-            break
+            return "time_limit", trace, mu, best_lower, upper
         if gap <= tol or (added == 0 and not smoothed):
-            status = "optimal"
-            break
+            return "optimal", trace, mu, best_lower, upper
         if added == 0:  # mispricing at the smoothed point: price at the master's duals next
             center = None
-
-    lam = np.array(master.getSolution().col_value)
-    Z = np.zeros((K, K))
-    for k, v, weight in zip(ks, vs, lam):
-        if weight > 0:
-            Z[:, k] += weight * v
-    if bound_F is not None:
-        best_lower = _relaxed_lower_bound(bound_F, C, mu, n_near)
-    stats = {"solver": "highs", "method": "decomposition", "rounds": len(trace),
-             "columns": len(ks), "pricing_rows": int(pricer.n_rows()), "workers": workers,
-             "all_rows": int(np.count_nonzero(F)) * K, "setup_s": t_setup, "master_s": master_s,
-             "trace": trace,
-             "time_s": time.perf_counter() - t0}
-    res = Result(status=status, stats=stats, x=Z.ravel(), duals=mu)
-    if status == "optimal":
-        res.optimality = OptimalityCertificate.from_values(upper, best_lower)
-    return res
-
-
-def _purge_columns(master, ks: list, vs: list, last_basic: list, rnd: int, age: int) -> None:
-    """Delete master columns that have not been basic for ``age`` rounds (the basis stays valid;
-    a deleted column can be generated again if it prices out)."""
-    import highspy
-
-    status = master.getBasis().col_status
-    basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in status])
-    lb = np.asarray(last_basic)
-    lb[basic] = rnd
-    drop = np.nonzero(lb < rnd - age)[0]
-    keep = np.ones(lb.size, dtype=bool)
-    keep[drop] = False
-    last_basic[:] = lb[keep].tolist()
-    if drop.size:
-        master.deleteCols(drop.size, drop.astype(np.int32))
-        ks[:] = [k for k, kept in zip(ks, keep) if kept]
-        vs[:] = [v for v, kept in zip(vs, keep) if kept]
+    return "time_limit", trace, mu, best_lower, upper
 
 
 def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: int) -> float:
