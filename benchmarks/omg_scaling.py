@@ -7,7 +7,8 @@ time ``lpmech.models.omg.solve`` with each method (``decomposition``, ``cutting-
 be stopped). A path that exceeds ``--budget`` seconds at one size is skipped at larger sizes.
 Prints times, the ratios qif/ours and full/ours (ours = our fastest exact path), the objectives'
 agreement, our certified gap and realised ε, and the spanner's excess loss; writes
-``benchmarks/results/omg_scaling.csv`` and a log-log ``omg_scaling.png`` of time against K.
+``benchmarks/results/omg_scaling.csv`` and a log-log ``omg_scaling.png`` of time against K
+(``--name`` changes the file stem).
 
     python benchmarks/omg_scaling.py [--sizes 4 5 7 8 10 14 20] [--budget 600]
 
@@ -27,6 +28,7 @@ from lpmech import instance as li
 from lpmech.errors import TimeLimitError
 from lpmech.io import write_csv
 from lpmech.models import omg
+from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
 EXACT = ("decomposition", "cutting-plane")
@@ -76,6 +78,7 @@ def main(argv=None):
     ap.add_argument("--baselines", nargs="*", default=["full", "qif"], choices=["full", "qif"])
     ap.add_argument("--full-algorithm", default="ipm", choices=["ipm", "simplex", "choose"])
     ap.add_argument("--delta", type=float, default=1.1, help="spanner dilation")
+    ap.add_argument("--name", default="omg_scaling", help="output file stem under results/")
     args = ap.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     eps, budget = args.epsilon, args.budget
@@ -143,7 +146,7 @@ def main(argv=None):
               flush=True)
     if over:
         print("over the budget (then skipped): " + ", ".join(f"{p} at K={k}" for p, k in over.items()))
-    write_csv(OUT / "omg_scaling.csv", rows)
+    write_csv(OUT / f"{args.name}.csv", rows)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -159,14 +162,16 @@ def main(argv=None):
         if pts:
             ax.loglog(*zip(*pts), "o-", label=labels[key])
     ax.axhline(budget, color="grey", lw=0.8, ls=":")
+    ax.set_xticks([r["K"] for r in rows], [str(r["K"]) for r in rows])
+    ax.minorticks_off()
     ax.set_xlabel("K (locations)")
     ax.set_ylabel("time (s)")
     ax.set_title(f"OMG, g×g grid, epsilon {eps:g}, Euclidean loss")
     ax.grid(True, which="both", lw=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(OUT / "omg_scaling.png", dpi=120)
-    print(f"wrote {OUT / 'omg_scaling.csv'} and {OUT / 'omg_scaling.png'}")
+    save_figure(fig, OUT / f"{args.name}.png")
+    print(f"wrote {OUT / (args.name + '.csv')} and {OUT / (args.name + '.png')}")
     return 0
 
 
