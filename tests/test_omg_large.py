@@ -225,3 +225,22 @@ def test_column_purging_keeps_the_master_solution_consistent(purge_after):
     assert omg_large.most_violated(omg.factor_matrix(inst, EPS), Z, tol=1e-7)[0].size == 0
     full = omg.solve(inst, EPS, method="full")
     assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
+
+
+def test_most_violated_skips_rows_already_in_the_lp():
+    rng = np.random.default_rng(3)
+    inst = CASES["points"]
+    K = inst.K
+    F = omg.factor_matrix(inst, 1.3)
+    Z = rng.dirichlet(np.ones(K), size=K)
+    present = rng.random((K, K, K)) < 0.5
+    i, j, k, viol = omg_large.most_violated(F, Z, present=present)
+    assert not present[i, j, k].any()
+    for jj in range(K):
+        for kk in range(K):
+            vals = [F[ii, jj] * Z[ii, kk] - Z[jj, kk] for ii in range(K) if not present[ii, jj, kk]]
+            hit = (j == jj) & (k == kk)
+            if vals and max(vals) > omg_large.SEPARATION_TOL:
+                assert hit.sum() == 1 and viol[hit][0] == pytest.approx(max(vals))
+            else:
+                assert not hit.any()

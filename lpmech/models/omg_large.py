@@ -70,9 +70,11 @@ def _column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int, k=Non
     return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, width))
 
 
-def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL):
+def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, present=None):
     """For every entry (j, k): the row i maximising F_ij Z_ik − Z_jk, if it exceeds ``tol``.
 
+    ``present`` (bool, shape (K, K, n), True for rows (i, j, k) already in the LP) leaves those
+    rows out: the solver enforces them to its own tolerance, and finding them again would loop.
     Returns ``(i, j, k, violation)`` arrays of the violated entries (a vectorised oracle over all
     K² pairs of each column, chunked to bound memory).
     """
@@ -84,6 +86,8 @@ def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL):
     for start in range(0, K, step):
         cols = slice(start, min(K, start + step))
         T = F[:, cols, None] * Z[:, None, :]  # T[i, j, k] = F_ij Z_ik
+        if present is not None:
+            T[present[:, cols]] = -np.inf
         arg[cols] = T.argmax(axis=0)
         best[cols] = np.take_along_axis(T, arg[cols][None], axis=0)[0]
     viol = best - Z
@@ -132,10 +136,14 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
     kk = np.tile(np.arange(K), pi.size)
     ii, jj = np.repeat(pi, K), np.repeat(pj, K)
 
+    present = np.zeros((K, K, K), dtype=bool)  # rows (i, j, k) in the LP
+    present[ii, jj, kk] = True
+
     def separate(x):
-        i, j, k, _ = most_violated(F, x.reshape(K, K))
+        i, j, k, _ = most_violated(F, x.reshape(K, K), present=present)
         if i.size == 0:
             return None
+        present[i, j, k] = True
         rows = _column_rows(F, i, j, K, k)
         return rows, np.full(i.size, -np.inf), np.zeros(i.size)
 
@@ -166,12 +174,18 @@ class _Pricing:
         K = F.shape[0]
         self.F = F
 
+        start = start_rows.tocoo()
+        pos, neg = start.data > 0, start.data < 0
+        i0, j0 = np.empty(start.shape[0], np.int64), np.empty(start.shape[0], np.int64)
+        i0[start.row[pos]], j0[start.row[neg]] = start.col[pos], start.col[neg]
+        present = np.zeros((K, K), dtype=bool)  # rows (i, j) in the LP
+        present[i0, j0] = True
+
         def separate(v):
-            T = F * v[:, None]
-            j = np.nonzero(T.max(axis=0) - v > SEPARATION_TOL)[0]
+            i, j, _, _ = most_violated(F, v[:, None], present=present[:, :, None])
             if j.size == 0:
                 return None
-            i = T[:, j].argmax(axis=0)
+            present[i, j] = True
             return _column_rows(F, i, j, K), np.full(j.size, -np.inf), np.zeros(j.size)
 
         self.lp = LazyLP(np.zeros(K), np.zeros(K), np.ones(K), separate, A=start_rows,
