@@ -205,19 +205,11 @@ def build_pyomo(instance: Instance, epsilon: float, *, r: float = 0.0, weights=N
 
 def solve_pyomo_model(model, *, time_limit: float | None = None, tee: bool = False) -> Result:
     """Solve a model from :func:`build_pyomo` (appsi HiGHS) into a certified Result."""
-    from ..solvers.pyomo import solve_pyomo
 
     info = getattr(model, "_lpmech", None)
     if info is None:
         raise InputError("solve_pyomo_model() needs a model made by lpmech.models.le.build_pyomo")
-    inst, eps = info["instance"], info["epsilon"]
-    res = solve_pyomo(model, time_limit=time_limit, tee=tee)
-    res.stats["path"] = "pyomo"
-    raw = None
-    if res.status == "optimal":
-        K = inst.K
-        raw = np.array([[model.z[a, k].value or 0.0 for k in range(K)] for a in range(K)])
-    return certified_result(res, raw, inst, eps, name="LP(8)")
+    return omg.solve_model(model, time_limit=time_limit, tee=tee, name="LP(8)")
 
 
 # ---------------------------------------------------------------------------------------- KKT

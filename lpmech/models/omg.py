@@ -173,7 +173,7 @@ def build_pyomo(instance: Instance, epsilon: float, *, max_loss: float | None = 
 
 
 def solve_model(model, *, solver: str = "appsi_highs", time_limit: float | None = None,
-                tee: bool = False) -> Result:
+                tee: bool = False, name: str = "OMG") -> Result:
     """Solve a (possibly user-extended) model from :func:`build_pyomo` into a certified Result."""
     info = getattr(model, "_lpmech", None)
     if info is None:
@@ -187,7 +187,7 @@ def solve_model(model, *, solver: str = "appsi_highs", time_limit: float | None 
     if res.status == "optimal":
         K = instance.K
         raw = np.array([[model.z[a, k].value or 0.0 for k in range(K)] for a in range(K)])
-    return certified_result(res, raw, instance, eps, name="OMG")
+    return certified_result(res, raw, instance, eps, name=name)
 
 
 #: solve methods; "auto" picks "cutting-plane" up to AUTO_SMALL_K locations, else "decomposition"
