@@ -205,9 +205,7 @@ def build_pyomo(instance: Instance, epsilon: float, *, r: float = 0.0, weights=N
 
 def solve_pyomo_model(model, *, time_limit: float | None = None, tee: bool = False) -> Result:
     """Solve a model from :func:`build_pyomo` (appsi HiGHS) into a certified Result."""
-
-    info = getattr(model, "_lpmech", None)
-    if info is None:
+    if getattr(model, "_lpmech", None) is None:
         raise InputError("solve_pyomo_model() needs a model made by lpmech.models.le.build_pyomo")
     return omg.solve_model(model, time_limit=time_limit, tee=tee, name="LP(8)")
 
