@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "omg", parents=[common], epilog=_EXIT_CODES,
-        help="optimal (eps, gamma)-Geo-Ind mechanism (full OMG LP)",
+        help="optimal (eps, gamma)-Geo-Ind mechanism (the OMG LP, exact at scale)",
         description="Solve the OMG LP (seed 002 §2.3): the (eps, gamma)-Geo-Ind mechanism of least "
                     "expected loss (loss = the metric) under the prior, with a certified realised "
                     "epsilon and a dual bound. Without an instance flag the instance is a "
