@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, TimeLimitError
 from ..instance import validate_metric
-from ..mechanism import EPS_RTOL, PrivacyCertificate
+from ..mechanism import EPS_RTOL, PrivacyCertificate, check_epsilon
 from ..solvers.cvxpy import solve_cvxpy
 from ..solvers.result import Result, check_time_limit
 from .common import raise_for_status, require_certified
@@ -190,14 +190,6 @@ def _check_domain(m: int) -> int:
     return m
 
 
-def _check_eps(eps) -> float:
-    try:
-        e = float(eps)
-    except (TypeError, ValueError):
-        raise InputError(f"epsilon must be a number, got {eps!r}") from None
-    if not (e > 0 and math.isfinite(e)):
-        raise InputError(f"epsilon must be positive and finite, got {eps!r}")
-    return e
 
 
 def es_metric(m: int, S, epsilon: float) -> Metric:
@@ -205,7 +197,7 @@ def es_metric(m: int, S, epsilon: float) -> Metric:
 
     ``S`` is a collection of 0-based values, or an int k meaning S = {0, ..., k−1}.
     """
-    m, eps = _check_domain(_check_m(m)), _check_eps(epsilon)
+    m, eps = _check_domain(_check_m(m)), check_epsilon(epsilon)
     if isinstance(S, (int, np.integer)) and not isinstance(S, bool):
         if not 0 <= S <= m:
             raise InputError(f"|S| must be in [0, m] = [0, {m}], got {S}")
@@ -222,7 +214,7 @@ def es_metric(m: int, S, epsilon: float) -> Metric:
 
 def line_metric(m: int, epsilon: float) -> Metric:
     """ε|x − x'| on [m] (§3.3, the local Blowfish line policy)."""
-    m, eps = _check_domain(_check_m(m)), _check_eps(epsilon)
+    m, eps = _check_domain(_check_m(m)), check_epsilon(epsilon)
     k = np.arange(m, dtype=float)
     return Metric(eps * np.abs(k[:, None] - k[None, :]), eps, "line")
 
@@ -231,7 +223,7 @@ def l1_metric(sizes, epsilon: float, D: int | None = None) -> Metric:
     """E_{L¹}(x, y) = ε‖x − y‖₁ on [m_1]×…×[m_D], cells in ind order (dimension 1 fastest, §1.6).
 
     ``sizes`` is one m (with ``D``) or the list of m_d."""
-    eps = _check_eps(epsilon)
+    eps = check_epsilon(epsilon)
     if isinstance(sizes, (int, np.integer)):
         if D is None or isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
             raise InputError(f"D must be a positive integer, got {D!r}")
@@ -256,7 +248,7 @@ def metric_from_matrix(E, epsilon: float = 1.0, *, check_triangle: bool = True) 
     ratios chain, Proposition 1); pass ``check_triangle=False`` to use it as is.
     """
     E = np.array(validate_metric(E, check_triangle=check_triangle, name="metric E"))
-    return Metric(E, _check_eps(epsilon), "matrix")
+    return Metric(E, check_epsilon(epsilon), "matrix")
 
 
 def as_metric(metric) -> Metric:

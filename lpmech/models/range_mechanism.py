@@ -25,18 +25,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..mechanism import check_epsilon
 
 log = logging.getLogger("lpmech.range_mechanism")
 
 
 def flip_probability(epsilon: float) -> float:
     """p = 1/(e^ε + 1)."""
-    return 1.0 / (math.exp(_eps(epsilon)) + 1.0)
+    return 1.0 / (math.exp(check_epsilon(epsilon)) + 1.0)
 
 
 def bias(epsilon: float) -> float:
     """q = 1 − 2p = (e^ε − 1)/(e^ε + 1) = tanh(ε/2)."""
-    return math.tanh(_eps(epsilon) / 2.0)
+    return math.tanh(check_epsilon(epsilon) / 2.0)
 
 
 def kappa(epsilon: float) -> float:
@@ -44,14 +45,6 @@ def kappa(epsilon: float) -> float:
     return 1.0 / bias(epsilon)
 
 
-def _eps(epsilon) -> float:
-    try:
-        e = float(epsilon)
-    except (TypeError, ValueError):
-        raise InputError(f"epsilon must be a number, got {epsilon!r}") from None
-    if not (e > 0 and math.isfinite(e)):
-        raise InputError(f"epsilon must be positive and finite, got {epsilon!r}")
-    return e
 
 
 def domain_sizes(sizes, D: int | None = None) -> tuple[int, ...]:
