@@ -172,7 +172,6 @@ class _Pricing:
 
     def __init__(self, F: np.ndarray, start_rows: sp.csr_matrix, verbose: bool):
         K = F.shape[0]
-        self.F = F
 
         start = start_rows.tocoo()
         pos, neg = start.data > 0, start.data < 0
