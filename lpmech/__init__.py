@@ -13,7 +13,9 @@ from .errors import (
     CertificationError,
     InfeasibleError,
     InputError,
+    IterationLimitError,
     LpmechError,
+    NotOptimalError,
     SolverError,
     TimeLimitError,
 )
@@ -24,7 +26,8 @@ from .solvers.result import Result
 __version__ = "0.1.0"
 
 __all__ = [
-    "CertificationError", "InfeasibleError", "InputError", "LpmechError", "Mechanism", "Result",
+    "CertificationError", "InfeasibleError", "InputError", "IterationLimitError", "LpmechError",
+    "Mechanism", "NotOptimalError", "Result",
     "SolverError", "TimeLimitError", "baselines", "certificate", "errors", "instance",
     "mechanism", "omg",
 ]

@@ -31,10 +31,18 @@ class InfeasibleError(LpmechError):
     exit_code = 3
 
 
-class TimeLimitError(LpmechError):
-    """The solver stopped at its time limit without an optimal, certified solution."""
+class NotOptimalError(LpmechError):
+    """A solve stopped without a certified optimum (exit code 4); ``result`` holds what it had."""
 
     exit_code = 4
+
+
+class TimeLimitError(NotOptimalError):
+    """The solver stopped at its time limit without an optimal, certified solution."""
+
+
+class IterationLimitError(NotOptimalError):
+    """An iterative method (rounds, Benders iterations, pricing passes) hit its iteration cap first."""
 
 
 class CertificationError(LpmechError):

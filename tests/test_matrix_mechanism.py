@@ -178,8 +178,14 @@ def test_program2_lazy_equals_monolithic_and_scipy_on_arbitrary_metric():
     met6 = mm.metric_from_matrix(E[:m, :m])
     iu = np.triu_indices(m, 1)
     cons = {"type": "ineq", "fun": lambda u: E[:m, :m][iu] - (u[iu[0]] + u[iu[1]])}
-    sol = minimize(lambda u: 2 * np.sum(u ** -2.0), np.full(m, 1e-3), constraints=[cons],
-                   bounds=[(1e-6, None)] * m, method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    # start at a feasible, well-scaled point (half the shortest distance), and check the reference
+    # itself: an SLSQP that stops at its start point must fail the test, not define the answer
+    u0 = np.full(m, 0.45 * E[:m, :m][iu].min())
+    sol = minimize(lambda u: 2 * np.sum(u ** -2.0), u0, jac=lambda u: -4 * u ** -3.0,
+                   constraints=[cons], bounds=[(1e-6, None)] * m, method="SLSQP",
+                   options={"ftol": 1e-10, "maxiter": 1000})
+    assert sol.success, sol.message
+    assert cons["fun"](sol.x).min() >= -1e-9 and np.abs(sol.x - u0).max() > 1e-3
     ours = mm.solve_frequency(met6)
     assert ours.objective == pytest.approx(sol.fun, rel=1e-5)
 

@@ -7,7 +7,14 @@ import math
 import numpy as np
 
 from ..certificate import OptimalityCertificate
-from ..errors import CertificationError, InfeasibleError, SolverError, TimeLimitError
+from ..errors import (
+    CertificationError,
+    InfeasibleError,
+    IterationLimitError,
+    NotOptimalError,
+    SolverError,
+    TimeLimitError,
+)
 from ..instance import Instance
 from ..mechanism import EPS_RTOL, Mechanism, PrivacyCertificate, certify, clean_and_certify
 from ..solvers.result import Result
@@ -25,6 +32,14 @@ def raise_for_status(res: Result, what: str) -> None:
     if res.status == "time_limit":
         raise TimeLimitError(f"{what}: time limit reached{took} without an optimal solution; "
                              "raise --time-limit or use a smaller instance", result=res)
+    if res.status == "iteration_limit":
+        cap = res.stats.get("max_iter") or res.stats.get("max_rounds")
+        raise IterationLimitError(f"{what}: iteration cap{f' ({cap})' if cap else ''} reached{took} "
+                                  "without a certified optimum; raise the cap (--max-iter) or loosen "
+                                  "the tolerance", result=res)
+    if res.status == "feasible":
+        raise NotOptimalError(f"{what}: a certified mechanism was found{took} but its optimality is "
+                              "not proved", result=res)
     raise SolverError(f"{what}: solver ended with status {res.status!r} "
                       f"({res.stats.get('highs_status') or res.stats.get('termination', '')})",
                       result=res)

@@ -11,8 +11,22 @@ from ..certificate import OptimalityCertificate
 from ..errors import InputError
 from ..mechanism import Mechanism, PrivacyCertificate
 
-#: statuses a Result can carry
-STATUSES = ("optimal", "infeasible", "unbounded", "time_limit", "error")
+#: statuses a Result can carry, and what each one says:
+#:
+#: - ``optimal``: a certified mechanism with a dual bound and a gap within the method's tolerance;
+#: - ``feasible``: a certified mechanism whose optimality is *not* proved (a local optimum, or a gap
+#:   above tolerance); ``bound``/``gap`` say what is known;
+#: - ``closed_form``: a paper's closed form evaluated as written (``paper`` mode), not an optimum;
+#: - ``infeasible`` / ``unbounded``: the model has no (bounded) optimum;
+#: - ``time_limit``: the wall-clock limit the user set was reached;
+#: - ``iteration_limit``: an iteration or round cap was reached first;
+#: - ``error``: anything else (the error says what).
+STATUSES = ("optimal", "feasible", "closed_form", "infeasible", "unbounded", "time_limit",
+            "iteration_limit", "error")
+
+#: the CLI's exit code for each status (2 bad input is never a status; 5 comes from a failed certificate)
+EXIT_CODES = {"optimal": 0, "closed_form": 0, "feasible": 4, "infeasible": 3, "unbounded": 1,
+              "time_limit": 4, "iteration_limit": 4, "error": 1}
 
 
 def check_time_limit(time_limit) -> float | None:
