@@ -1,0 +1,133 @@
+"""A privacy notion as the engine sees it: homogeneous linear rows on one output column.
+
+Every notion here (Geo-Ind, (ε,γ)-Geo-Ind, d-privacy, ε-LDP, ε-LIP, Pufferfish, ...) constrains one
+output column of the K×n mechanism Z at a time: column k must lie in a polyhedral cone
+
+    C_k = {v ∈ R^K : v ≥ 0, A v ≤ 0, v_i = 0 for i in zeros(k)},
+
+where A is the notion's row matrix (the same for every column) and ``zeros(k)`` an optional set of
+entries a column may not use (e.g. "never report within r of the truth"). A mechanism is a matrix
+whose columns lie in their cones and whose rows sum to one; an objective and extra rows across
+columns (a loss cap, a floor on Pr[report = truth]) live in the master. Notions combine by
+intersection: ``a & b`` has the rows of both and certifies each.
+
+A notion gives:
+
+* :meth:`Notion.rows` — its rows (a sparse m×K matrix A, A v ≤ 0), used whole by the full LP;
+* :meth:`Notion.initial_rows` / :meth:`Notion.separate` — a subset to start from and a separation
+  oracle, used by lazy solves (the defaults check :meth:`rows` and suit small m);
+* :meth:`Notion.certify` — its certificate of a finished matrix (realised parameter, worst violation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+#: rows are reported as violated when A v exceeds this (entries of v lie in [0, 1])
+SEPARATION_TOL = 1e-8
+
+
+@dataclasses.dataclass(frozen=True)
+class NotionCertificate:
+    """What one notion certifies of a matrix.
+
+    Attributes:
+        notion: the notion's name (e.g. ``"geo-ind"``, ``"ldp"``, ``"lip"``).
+        target: the parameter it was built for (ε), ``None`` when only measured.
+        realized: the smallest parameter the matrix satisfies (``inf`` if none).
+        worst_violation: max over its rows of (A z_k)/scale at the target (≤ 0 is fine).
+        satisfied: ``realized ≤ target·(1 + rtol)``.
+        details: anything notion-specific (γ, prior, ...), JSON-ready.
+    """
+
+    notion: str
+    target: float | None
+    realized: float
+    worst_violation: float
+    satisfied: bool
+    details: dict = dataclasses.field(default_factory=dict)
+
+
+class Notion:
+    """Base class: override :meth:`rows` and :meth:`certify`; the rest has sound defaults."""
+
+    name = "notion"
+
+    def __init__(self, K: int):
+        self.K = int(K)
+
+    # -- rows -------------------------------------------------------------------------------------
+    def rows(self) -> sp.csr_matrix:
+        """All rows A (m×K, A v ≤ 0) that every output column must satisfy."""
+        raise NotImplementedError
+
+    def zeros(self, k: int) -> np.ndarray | None:
+        """Indices i with z_ik = 0 forced in column k (default: none)."""
+        return None
+
+    def initial_rows(self) -> sp.csr_matrix:
+        """The rows a lazy solve starts from (default: all of them)."""
+        return self.rows()
+
+    def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
+        """For each column of ``V`` (K×n), the rows it violates by more than ``tol`` (may be empty).
+
+        The default evaluates :meth:`rows` on all columns; notions with K² or more rows override it
+        with a vectorised oracle (e.g. the max-product oracle of Geo-Ind).
+        """
+        A = self.rows()
+        AV = A @ V
+        return [A[np.nonzero(AV[:, c] > tol)[0]] for c in range(V.shape[1])]
+
+    # -- certificate ------------------------------------------------------------------------------
+    def certify(self, Z: np.ndarray) -> NotionCertificate:
+        """The certificate of the (row-stochastic) matrix ``Z`` under this notion."""
+        raise NotImplementedError
+
+    # -- composition ------------------------------------------------------------------------------
+    def __and__(self, other: Notion) -> Intersection:
+        return Intersection([self, other])
+
+
+class Intersection(Notion):
+    """The intersection of notions: the rows of all, a certificate per notion."""
+
+    name = "intersection"
+
+    def __init__(self, parts):
+        flat = []
+        for p in parts:
+            flat.extend(p.parts if isinstance(p, Intersection) else [p])
+        Ks = {p.K for p in flat}
+        if len(Ks) != 1:
+            from ..errors import InputError
+
+            raise InputError(f"cannot intersect notions over different domains (K = {sorted(Ks)})")
+        super().__init__(Ks.pop())
+        self.parts = flat
+        self.name = " & ".join(p.name for p in flat)
+
+    def rows(self) -> sp.csr_matrix:
+        return sp.vstack([p.rows() for p in self.parts], format="csr")
+
+    def zeros(self, k: int) -> np.ndarray | None:
+        zs = [z for z in (p.zeros(k) for p in self.parts) if z is not None]
+        return np.unique(np.concatenate(zs)) if zs else None
+
+    def initial_rows(self) -> sp.csr_matrix:
+        return sp.vstack([p.initial_rows() for p in self.parts], format="csr")
+
+    def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
+        per_part = [p.separate(V, tol) for p in self.parts]
+        return [sp.vstack([rows[c] for rows in per_part], format="csr") for c in range(V.shape[1])]
+
+    def certify(self, Z: np.ndarray) -> NotionCertificate:
+        """The first certificate that fails, else the first one (all are in :meth:`certificates`)."""
+        certs = self.certificates(Z)
+        return next((c for c in certs if not c.satisfied), certs[0])
+
+    def certificates(self, Z: np.ndarray) -> list[NotionCertificate]:
+        return [p.certify(Z) for p in self.parts]
