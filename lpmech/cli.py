@@ -7,11 +7,13 @@ Subcommands:
   print a report or one JSON object, and optionally save the certified mechanism (``--out``).
 * ``lpmech certify``: re-certify a saved mechanism against its saved metric.
 
-Exit codes: 0 success, 1 other solver failure, 2 bad input (also argparse's usage errors),
-3 infeasible model, 4 time limit without a certified optimum, 5 a mechanism that fails its privacy
-certificate, 130 interrupted. An error prints exactly one line ``lpmech: error: <message>`` on
-stderr (and, with ``--json``, one JSON object with ``status`` and ``error`` on stdout); no output
-file is written unless the whole run succeeds.
+Exit codes: 0 a certified optimum (or closed form), 1 solver failure or internal error, 2 bad
+input (also argparse's usage errors, and an instance too large for the machine's memory),
+3 infeasible model, 4 no certified optimum (time limit, iteration cap, optimality not proved),
+5 a mechanism that fails its privacy certificate, 130 interrupted; a result's status maps to its
+code through :data:`lpmech.solvers.result.EXIT_CODES`. An error prints exactly one line
+``lpmech: error: <message>`` on stderr (and, with ``--json``, one JSON object with ``status`` and
+``error`` on stdout); no output file is written unless the whole run succeeds.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ import numpy as np
 
 from . import __version__, commands, plotting
 from . import io as lpio
-from .errors import CertificationError, InfeasibleError, InputError, LpmechError
+from .errors import CertificationError, InfeasibleError, InputError, LpmechError, error_status
 from .instance import Instance, grid, read_distances, read_edges, read_points
 from .mechanism import EPS_RTOL, certify
 from .models import omg
+from .progress import live_progress, verbose_logging
+from .solvers.result import EXIT_CODES
 
 log = logging.getLogger("lpmech.cli")
 
@@ -45,8 +49,11 @@ SOLVERS = {
     "highs-choose": ("fast", "choose"),
     "pyomo": ("pyomo", "simplex"),
 }
-_EXIT_CODES = """exit codes: 0 ok, 1 solver failure, 2 bad input, 3 infeasible, 4 time limit,
-5 privacy certificate failed, 130 interrupted"""
+_EXIT_CODES = """exit codes: 0 certified optimum (or a closed form), 1 solver failure or internal
+error, 2 bad input (also an instance too large for this machine's memory), 3 infeasible, 4 no
+certified optimum (time limit, iteration cap, or a certified mechanism whose optimality is not
+proved), 5 privacy certificate failed, 130 interrupted. With --json an error still prints one JSON
+object whose "status" is the error's."""
 
 
 # ------------------------------------------------------------------------------------------ parser
@@ -115,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in commands.modules():
         module.register(sub, common)
+    for sp in sub.choices.values():  # every subcommand's --help ends with the exit codes
+        if not sp.epilog:
+            sp.epilog = _EXIT_CODES
     return parser
 
 
@@ -155,15 +165,15 @@ def add_instance_arguments(p: argparse.ArgumentParser, *, default_grid: str = DE
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
-    argparse usage errors raise ``SystemExit(2)`` as usual.
+    argparse usage errors raise ``SystemExit(2)`` as usual. Every other failure ends in one line
+    ``lpmech: error: ...`` on stderr and its exit code (see :func:`classify_error`); no traceback,
+    unless the environment variable ``LPMECH_TRACEBACK=1`` asks for it (to report a bug).
     """
     args = build_parser().parse_args(argv)
+    live = not getattr(args, "json", False) and _isatty(sys.stderr)
     try:
-        with _logging_to_stderr(args.verbose):
+        with verbose_logging(getattr(args, "verbose", False), force=True), live_progress(live):
             return args.func(args)
-    except LpmechError as exc:
-        print(f"lpmech: error: {_one_line(exc)}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("lpmech: error: interrupted (nothing was written)", file=sys.stderr)
         return 130
@@ -171,6 +181,60 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:  # the one place an error becomes an exit code
+        if os.environ.get("LPMECH_TRACEBACK") and not isinstance(exc, LpmechError):
+            raise
+        _status, code, message = classify_error(exc)
+        print(f"lpmech: error: {message}", file=sys.stderr)
+        return code
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def classify_error(exc: BaseException) -> tuple[str, int, str]:
+    """``(status, exit code, one-line message)`` of an exception ending a command.
+
+    The package's errors carry their own (:func:`lpmech.errors.error_status`, ``exit_code``); a
+    ``MemoryError`` is a too-large input (exit 2); anything else is an internal error (exit 1),
+    reported in one line that names the exception type.
+    """
+    if isinstance(exc, LpmechError):
+        return error_status(exc), exc.exit_code, _one_line(exc)
+    if isinstance(exc, MemoryError):
+        return ("input_error", 2, "out of memory: the instance does not fit in this machine's memory; "
+                "use a smaller instance (fewer locations) or a method that needs less memory")
+    return ("error", 1, f"internal error ({type(exc).__name__}: {_one_line(exc)}); please report it "
+            "with the command line (LPMECH_TRACEBACK=1 prints the traceback)")
+
+
+def exit_code_for(status: str) -> int:
+    """The exit code of a command that ended with a result of ``status`` (``EXIT_CODES``)."""
+    return EXIT_CODES.get(status, 1)
+
+
+def finish(status: str, what: str) -> int:
+    """Exit code for a command that printed a result of ``status``; for a non-zero code also one
+    ``lpmech: error:`` line on stderr saying what the status means."""
+    code = exit_code_for(status)
+    if code:
+        print(f"lpmech: error: {what}: status {status}: {_STATUS_MEANING.get(status, status)}",
+              file=sys.stderr)
+    return code
+
+
+_STATUS_MEANING = {
+    "feasible": "a certified private mechanism, but its optimality is not proved (see bound and gap)",
+    "time_limit": "the time limit was reached without a certified optimum",
+    "iteration_limit": "the iteration cap was reached without a certified optimum",
+    "infeasible": "the model has no feasible point",
+    "unbounded": "the model is unbounded",
+    "error": "the solver failed",
+}
 
 
 # -------------------------------------------------------------------------------------- omg
@@ -362,40 +426,28 @@ def print_json(obj: dict) -> None:
 
 @contextlib.contextmanager
 def json_on_error(args, info: dict):
-    """With ``--json``, an LpmechError still gives one JSON object on stdout (status, error,
-    exit_code, what is known so far, and the partial result's summary), then propagates."""
+    """With ``--json``, an error still gives one JSON object on stdout (status, error, error_type,
+    exit_code, what is known so far, and the partial result's summary), then propagates.
+
+    The ``status`` is the error's (:func:`classify_error`), never the partial result's ``optimal``:
+    a mechanism that failed its certificate reports ``certification_failed``.
+    """
     try:
         yield
-    except LpmechError as exc:
-        if args.json:
-            partial = {}
-            if exc.result is not None:
-                partial = exc.result.summary()
-                partial["backend"] = partial.pop("solver", None)
-            status = exc.result.status if exc.result is not None else "error"
-            print_json({"status": status, "error": _one_line(exc),
-                         "error_type": type(exc).__name__, "exit_code": exc.exit_code,
-                         **partial, **info})
+    except (KeyboardInterrupt, BrokenPipeError):
         raise
-
-
-@contextlib.contextmanager
-def _logging_to_stderr(verbose: bool):
-    """With ``verbose``, INFO records of the ``lpmech`` loggers go to (the current) stderr."""
-    if not verbose:
-        yield
-        return
-    logger = logging.getLogger("lpmech")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("lpmech: %(message)s"))
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
+    except Exception as exc:
+        if getattr(args, "json", False):
+            status, code, message = classify_error(exc)
+            partial = {}
+            result = getattr(exc, "result", None)
+            if result is not None:
+                partial = result.summary()
+                partial["backend"] = partial.pop("solver", None)
+                partial["result_status"] = partial.pop("status", None)
+            print_json({**partial, **info, "status": status, "error": message,
+                        "error_type": type(exc).__name__, "exit_code": code})
+        raise
 
 
 @contextlib.contextmanager

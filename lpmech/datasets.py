@@ -115,6 +115,15 @@ def read_rome(folder, *, nodes: str = ROME_NODES, edges: str = ROME_EDGES) -> Ro
                              f"{edges} (e.g. --rome-dir ../shared/data/rome)")
 
     def rows(path, fields):
+        try:
+            yield from _rows(path, fields)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"cannot read {path}: not a UTF-8 text CSV file (byte "
+                             f"{exc.object[exc.start]:#04x} at offset {exc.start} is not text)") from None
+        except (OSError, csv.Error) as exc:
+            raise InputError(f"cannot read {path}: {exc}") from None
+
+    def _rows(path, fields):
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
             missing = set(fields) - set(reader.fieldnames or ())

@@ -17,6 +17,7 @@ import csv
 import dataclasses
 import math
 import zipfile
+import zlib
 from pathlib import Path
 
 import networkx as nx
@@ -96,6 +97,11 @@ class Instance:
 
 
 def _as_float_array(x, name: str) -> np.ndarray:
+    if isinstance(x, Instance):
+        raise InputError(f"{name} must be an array of numbers, got an Instance")
+    if np.iscomplexobj(x):
+        raise InputError(f"{name} must be real, got complex numbers (a complex matrix is not read as "
+                         "its real part)")
     try:
         a = np.array(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -153,7 +159,8 @@ def _check_triangle(d: np.ndarray, atol: float, name: str) -> None:
             raise InputError(
                 f"{name} violates the triangle inequality: d[{i}, {j}] = {d[i, j]:g} > "
                 f"d[{i}, {k}] + d[{k}, {j}] = {d[i, k] + d[k, j]:g}; fix the distances, or pass "
-                "allow_nonmetric=True if your model accepts a non-metric")
+                "allow_nonmetric=True (on the command line: --allow-nonmetric) if your model accepts "
+                "a non-metric")
 
 
 def make_prior(prior, K: int) -> np.ndarray:
@@ -384,32 +391,63 @@ def _existing(path) -> Path:
     return p
 
 
+def load_numpy(path, what: str = "array") -> dict[str, np.ndarray]:
+    """The arrays of a ``.npy`` (under the key ``""``) or ``.npz`` file, read safely.
+
+    Object (pickled) arrays are never loaded. A file that is not NumPy's format, a truncated or
+    corrupted archive (bad zip, bad deflate stream) and a missing file raise :class:`InputError`
+    naming the file and what is wrong with it.
+    """
+    p = _existing(path)
+    if p.suffix not in (".npy", ".npz"):
+        raise InputError(f"{p}: a {what} is read from .npy or .npz files")
+    with p.open("rb") as f:
+        head = f.read(6)
+    if p.suffix == ".npy" and head != b"\x93NUMPY":
+        raise InputError(f"cannot read {what} file {p}: not a NumPy .npy file (its first bytes are "
+                         "not the .npy magic string); write it with numpy.save")
+    if p.suffix == ".npz" and not zipfile.is_zipfile(p):
+        raise InputError(f"cannot read {what} file {p}: not a NumPy .npz archive (not a zip file); "
+                         "write it with numpy.savez")
+    try:
+        if p.suffix == ".npy":
+            return {"": np.load(p, allow_pickle=False)}
+        with np.load(p, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise InputError(f"cannot read {what} file {p}: it holds an object (pickled) array, "
+                             "which lpmech does not load for safety; save plain numeric arrays") from None
+        raise InputError(f"cannot read {what} file {p}: corrupted or not NumPy's format ({exc})") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+        raise InputError(f"cannot read {what} file {p}: the file is corrupted or truncated "
+                         f"({_exc_name(exc)}: {exc})") from None
+
+
+def _exc_name(exc: BaseException) -> str:
+    t = type(exc)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
 def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance:
     """A distance matrix from ``.npy`` or ``.npz``.
 
     In an ``.npz`` the matrix is the array named ``distances`` (or ``metric``, or the only array);
     arrays named ``prior`` and ``loss`` are used too unless given in ``kwargs``.
     """
-    p = _existing(path)
-    try:
-        if p.suffix == ".npy":
-            d, extra = np.load(p, allow_pickle=False), {}
-        elif p.suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            key = next((k for k in ("distances", "metric") if k in arrays), None)
-            if key is None and len(arrays) == 1:
-                key = next(iter(arrays))
-            if key is None:
-                raise InputError(f"{p} has no array named 'distances' (found {sorted(arrays)})")
-            d = arrays[key]
-            extra = {k: arrays[k] for k in ("prior", "loss") if k in arrays}
-        else:
-            raise InputError(f"{p}: distance matrices are read from .npy or .npz files")
-    except InputError:
-        raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"cannot read {p}: {exc or type(exc).__name__}") from None
+    arrays = load_numpy(path, "distance matrix")
+    p = Path(path)
+    extra = {}
+    if "" in arrays:
+        d = arrays[""]
+    else:
+        key = next((k for k in ("distances", "metric") if k in arrays), None)
+        if key is None and len(arrays) == 1:
+            key = next(iter(arrays))
+        if key is None:
+            raise InputError(f"{p} has no array named 'distances' (found {sorted(arrays)})")
+        d = arrays[key]
+        extra = {k: arrays[k] for k in ("prior", "loss") if k in arrays}
     return from_matrix(d, allow_nonmetric=allow_nonmetric, **{**extra, **kwargs})
 
 
@@ -427,7 +465,10 @@ def _read_csv_rows(p: Path, names: tuple[str, ...], numeric: tuple[int, ...]):
         with p.open(newline="") as f:
             rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1)
                     if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {p}: not a UTF-8 text CSV file (byte {exc.object[exc.start]:#04x} "
+                         f"at offset {exc.start} is not text)") from None
+    except (OSError, csv.Error) as exc:
         raise InputError(f"cannot read {p}: {exc}") from None
     if not rows:
         raise InputError(f"{p} is empty")

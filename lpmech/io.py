@@ -34,8 +34,6 @@ import json
 import math
 import os
 import secrets
-import zipfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -43,7 +41,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .errors import InputError
-from .instance import Instance, validate_metric
+from .instance import Instance, load_numpy, validate_metric
 from .mechanism import Mechanism
 
 FORMAT = "lpmech-mechanism/1"
@@ -210,21 +208,13 @@ def load_mechanism(path) -> SavedMechanism:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"no such file: {p}")
-    try:
-        z = np.load(p, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"cannot read {p}: {exc or type(exc).__name__}") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
+    if p.suffix != ".npz":
         raise InputError(f"{p} is not an .npz archive (a saved mechanism is written by "
                          "'lpmech omg --out FILE.npz')")
-    with z:
-        missing = [k for k in REQUIRED_ARRAYS if k not in z.files]
-        if missing:
-            raise InputError(f"{p} is not a saved mechanism: missing array(s) {', '.join(missing)}")
-        try:
-            arrays = {k: z[k] for k in z.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise InputError(f"cannot read {p}: {exc or type(exc).__name__}") from None
+    arrays = load_numpy(p, "saved mechanism")
+    missing = [k for k in REQUIRED_ARRAYS if k not in arrays]
+    if missing:
+        raise InputError(f"{p} is not a saved mechanism: missing array(s) {', '.join(missing)}")
 
     def text(name):
         a = arrays.get(name)
@@ -270,10 +260,7 @@ def read_vector(path, what: str = "vector") -> np.ndarray:
     if not p.is_file():
         raise InputError(f"no such {what} file: {p}")
     if p.suffix.lower() == ".npy":
-        try:
-            v = np.load(p, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise InputError(f"cannot read {what} file {p}: {exc}") from None
+        v = load_numpy(p, what)[""]
         if v.ndim == 2 and v.shape[1] == 1:
             v = v[:, 0]
         if v.ndim != 1 or v.dtype.kind not in "fiub":
@@ -283,7 +270,10 @@ def read_vector(path, what: str = "vector") -> np.ndarray:
     try:
         with p.open(newline="") as f:
             rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {what} file {p}: not a UTF-8 text file (byte "
+                         f"{exc.object[exc.start]:#04x} at offset {exc.start} is not text)") from None
+    except (OSError, csv.Error) as exc:
         raise InputError(f"cannot read {what} file {p}: {exc}") from None
     values = []
     for n, row in enumerate(rows, start=1):

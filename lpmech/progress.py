@@ -41,19 +41,19 @@ def live_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def verbose_logging(verbose: bool, fmt: str = "lpmech: %(message)s"):
+def verbose_logging(verbose: bool, fmt: str = "lpmech: %(message)s", *, force: bool = False):
     """With ``verbose``, INFO records of the ``lpmech`` loggers reach stderr during the block.
 
     A handler is added only when the records would otherwise be lost (no handler on ``lpmech`` or
     its ancestors), so a user's own logging set-up is respected; the level is raised to INFO only
-    where it is stricter.
+    where it is stricter. ``force=True`` (the CLI, which owns its process's stderr) always adds it.
     """
     if not verbose:
         yield
         return
     logger = logging.getLogger(_ROOT)
     handler = None
-    if not logger.hasHandlers():
+    if force or not logger.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(fmt))
         logger.addHandler(handler)
