@@ -39,12 +39,19 @@ log = logging.getLogger(__name__)
 def implied_pairs(metric, mask=None, *, rtol: float = 1e-12) -> np.ndarray:
     """Pairs whose Geo-Ind rows are implied by two strictly shorter pairs (a point "between" them).
 
-    (i, j) is implied when some l ≠ i, j has 0 < d_il, 0 < d_lj and d_il + d_lj ≤ d_ij: then
-    z_ik ≤ e^{ε d_il} z_lk ≤ e^{ε (d_il + d_lj)} z_jk ≤ e^{ε d_ij} z_jk for every output k and every
-    ε, and both shorter pairs are kept or implied in turn (induction on d). On a graph metric every
-    non-edge is implied (only edges remain); on a grid every pair with a cell on the segment between
-    them is. ``mask`` restricts to the pairs that need a row (d ≤ γ; shorter pairs stay within γ).
-    ``rtol`` absorbs round-off in d_il + d_lj = d_ij; the certificate still checks every pair.
+    (i, j) is implied when some l ≠ i, j has 0 < d_il < d_ij, 0 < d_lj < d_ij and
+    d_il + d_lj ≤ d_ij·(1 + ``rtol``): then z_ik ≤ e^{ε d_il} z_lk ≤ e^{ε (d_il + d_lj)} z_jk ≤
+    e^{ε d_ij (1 + rtol)} z_jk for every output k and every ε. On a graph metric every non-edge is
+    implied (only edges remain); on a grid every pair with a cell on the segment between them is.
+    ``mask`` restricts to the pairs that need a row (d ≤ γ; shorter pairs stay within γ).
+
+    Soundness under round-off. Both legs must be *strictly* shorter than (i, j), compared as the
+    stored doubles: "shorter" is then a well-founded order, so by induction on d every dropped pair
+    is implied by a chain of pairs that are kept in the LP (each chain multiplies at most K factors
+    (1 + rtol), far below the certificate's 1e-6). Without the strict comparison ``rtol`` lets two
+    points 1e-13 apart drop each other's links to a third point (i–l via j *and* j–l via i), and
+    nothing ties the pair to l any more. Zero distances are never legs: a point is not "between"
+    itself and its duplicate. The certificate of the returned matrix still checks every pair.
     """
     d = np.asarray(metric, float)
     K = d.shape[0]
@@ -53,8 +60,10 @@ def implied_pairs(metric, mask=None, *, rtol: float = 1e-12) -> np.ndarray:
     step = max(1, 2_000_000 // (K * K))
     for start in range(0, K, step):
         i = slice(start, min(K, start + step))
+        dij = d[i, None, :]  # dij[a, ., j] = d_ij
         via = d[i, :, None] + d[None, :, :]  # via[a, l, j] = d_il + d_lj
-        ok = (via <= d[i, None, :] * (1 + rtol)) & pos[i, :, None] & pos[None, :, :]
+        ok = (via <= dij * (1 + rtol)) & pos[i, :, None] & pos[None, :, :]
+        ok &= (d[i, :, None] < dij) & (d[None, :, :] < dij)  # both legs strictly shorter
         out[i] = ok.any(axis=1)
     out &= pos
     if mask is not None:
