@@ -46,6 +46,20 @@ WORKLOADS = ("identity", "ranges", "prefix")
 STRATEGIES = ("identity", "prefix", "hierarchical", "haar")
 MAX_ENTRIES = 10_000_000  # largest explicit workload matrix (q·m entries)
 MAX_DOMAIN = 5_000  # largest domain for an explicit m×m metric (the pair constraints need it)
+#: usable ε (and metric values E(x, x')): the scale program is homogeneous (s ∝ 1/ε, errors ∝ 1/ε²),
+#: so it is exact at any ε whose errors ~ n·m/ε² stay well inside double precision
+EPS_RANGE = (1e-100, 1e100)
+
+
+def check_program_epsilon(epsilon) -> float:
+    """ε as a float inside :data:`EPS_RANGE`, else :class:`InputError` naming the usable range."""
+    eps = check_epsilon(epsilon)
+    lo, hi = EPS_RANGE
+    if not lo <= eps <= hi:
+        raise InputError(f"epsilon {eps:g} is outside the usable range [{lo:g}, {hi:g}] of the "
+                         "Laplace scale program (its errors scale as 1/epsilon^2 and must stay "
+                         "finite doubles)")
+    return eps
 
 
 # ------------------------------------------------------------------------------------ workloads
@@ -197,7 +211,7 @@ def es_metric(m: int, S, epsilon: float) -> Metric:
 
     ``S`` is a collection of 0-based values, or an int k meaning S = {0, ..., k−1}.
     """
-    m, eps = _check_domain(_check_m(m)), check_epsilon(epsilon)
+    m, eps = _check_domain(_check_m(m)), check_program_epsilon(epsilon)
     if isinstance(S, (int, np.integer)) and not isinstance(S, bool):
         if not 0 <= S <= m:
             raise InputError(f"|S| must be in [0, m] = [0, {m}], got {S}")
@@ -214,7 +228,7 @@ def es_metric(m: int, S, epsilon: float) -> Metric:
 
 def line_metric(m: int, epsilon: float) -> Metric:
     """ε|x − x'| on [m] (§3.3, the local Blowfish line policy)."""
-    m, eps = _check_domain(_check_m(m)), check_epsilon(epsilon)
+    m, eps = _check_domain(_check_m(m)), check_program_epsilon(epsilon)
     k = np.arange(m, dtype=float)
     return Metric(eps * np.abs(k[:, None] - k[None, :]), eps, "line")
 
@@ -223,7 +237,7 @@ def l1_metric(sizes, epsilon: float, D: int | None = None) -> Metric:
     """E_{L¹}(x, y) = ε‖x − y‖₁ on [m_1]×…×[m_D], cells in ind order (dimension 1 fastest, §1.6).
 
     ``sizes`` is one m (with ``D``) or the list of m_d."""
-    eps = check_epsilon(epsilon)
+    eps = check_program_epsilon(epsilon)
     if isinstance(sizes, (int, np.integer)):
         if D is None or isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
             raise InputError(f"D must be a positive integer, got {D!r}")
@@ -248,6 +262,12 @@ def metric_from_matrix(E, epsilon: float = 1.0, *, check_triangle: bool = True) 
     ratios chain, Proposition 1); pass ``check_triangle=False`` to use it as is.
     """
     E = np.array(validate_metric(E, check_triangle=check_triangle, name="metric E"))
+    pos = E[E > 0]
+    lo, hi = EPS_RANGE
+    if pos.size and not (lo <= pos.min() and pos.max() <= hi):
+        raise InputError(f"metric E has values in [{pos.min():g}, {pos.max():g}]: the Laplace scale "
+                         f"program needs its positive values in [{lo:g}, {hi:g}] (its errors scale "
+                         "as 1/E^2 and must stay finite doubles); rescale epsilon or the distances")
     return Metric(E, check_epsilon(epsilon), "matrix")
 
 

@@ -30,9 +30,45 @@ from ..mechanism import check_epsilon
 log = logging.getLogger("lpmech.range_mechanism")
 
 
+#: the largest ε the encoder takes: e^ε stays a finite double (the flip probability ~e^{−ε} > 0)
+EPS_MAX = 700.0
+#: κ^{2D}·n (the scale of every variance here) must stay below this to be a finite double
+_VAR_MAX = 1e300
+
+
+def usable_epsilon_range(D: int = 1, n: int = 1, delta: float = 1.0) -> tuple[float, float]:
+    """(ε_min, ε_max) for which the §4 quantities are finite doubles: the variances scale as
+    n Δ² κ^{2D} with κ = coth(ε/2) ≈ 2/ε, so ε_min = 2 atanh((n Δ²/1e300)^{1/(2D)}); ε_max =
+    :data:`EPS_MAX` keeps e^ε finite."""
+    scale = max(float(n), 1.0) * max(float(delta), 1.0) ** 2
+    return 2.0 * math.atanh(min((scale / _VAR_MAX) ** (1.0 / (2 * D)), 0.5)), EPS_MAX
+
+
+def check_range_epsilon(epsilon, D: int = 1, n: int = 1, delta: float = 1.0) -> float:
+    """ε as a float, or :class:`InputError` naming the usable range (:func:`usable_epsilon_range`)."""
+    eps = check_epsilon(epsilon)
+    lo, hi = usable_epsilon_range(D, n, delta)
+    if not lo <= eps <= hi:
+        raise InputError(f"epsilon {eps:g} is outside the usable range [{lo:.3g}, {hi:g}] of the "
+                         f"range mechanism for D = {D}, n = {n}: the variances n·coth(ε/2)^(2D) "
+                         "and e^ε must be finite doubles")
+    return eps
+
+
 def flip_probability(epsilon: float) -> float:
-    """p = 1/(e^ε + 1)."""
-    return 1.0 / (math.exp(check_epsilon(epsilon)) + 1.0)
+    """p = 1/(e^ε + 1) (computed as e^{−ε}/(1 + e^{−ε}): no overflow)."""
+    t = math.exp(-check_epsilon(epsilon))
+    return t / (1.0 + t)
+
+
+def encoder_epsilon(epsilon: float) -> float:
+    """The realised ε (per unit of ‖x − x'‖₁) of :func:`encode` *as implemented*: a bit flips when
+    ``rng.random() < p`` and ``random()`` returns k·2⁻⁵³, so the flip probability is
+    p' = ⌈p·2⁵³⌉/2⁵³ ≥ p and the realised ε = ln((1 − p')/p') (Proposition 4 with p'). It is ≤ ε
+    (p' ≥ p) and ≈ 36.7 at most; ``inf`` if p' = 0."""
+    p = flip_probability(epsilon)
+    pq = math.ceil(math.ldexp(p, 53)) / 2.0 ** 53
+    return math.inf if pq == 0 else math.log1p(-pq) - math.log(pq)
 
 
 def bias(epsilon: float) -> float:
@@ -428,3 +464,40 @@ def quantile_error_bound(epsilon: float, n: int, m: int, delta: float, *, kind: 
     if kind == "union":
         return kappa(epsilon) * math.sqrt(2.0 / n * math.log(2 * max(m - 1, 1) / delta))
     raise InputError(f"kind must be 'paper' or 'union', got {kind!r}")
+
+
+# ----------------------------------------------------------------- synthetic data and queries
+
+
+def zipf_values(n: int, sizes, rng: np.random.Generator, a: float = 1.1) -> np.ndarray:
+    """n×D values, each coordinate independently from Zipf(a) truncated to [m_d]: P(v) ∝ (v+1)^−a
+    (0-based; seed 003 Fig. 2 uses a = 1.1, spec §5.16)."""
+    sizes = domain_sizes(sizes)
+    if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
+        raise InputError(f"the Zipf exponent must be a finite number >= 0, got {a!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise InputError("rng must be a numpy.random.Generator")
+    cols = []
+    for m in sizes:
+        p = np.arange(1, m + 1, dtype=float) ** -float(a)
+        cols.append(rng.choice(m, size=int(n), p=p / p.sum()))
+    return np.stack(cols, axis=1)
+
+
+def random_ranges(Q: int, sizes, rng: np.random.Generator) -> np.ndarray:
+    """Q×D×2 ranges, per dimension an interval drawn uniformly from the m(m+1)/2 intervals
+    [l, r] ⊆ [0, m−1] (seed 003 does not say how its 100 random ranges are drawn, spec §5.17)."""
+    sizes = domain_sizes(sizes)
+    R = np.empty((int(Q), len(sizes), 2), np.int64)
+    for d, m in enumerate(sizes):
+        lo, hi = np.triu_indices(m)  # all l <= r
+        pick = rng.integers(0, lo.size, int(Q))
+        R[:, d, 0], R[:, d, 1] = lo[pick], hi[pick]
+    return R
+
+
+def true_quantile(x, p: float) -> int:
+    """The p-quantile of the 1-D values x: the smallest v with σ(v) ≥ p (§1.8)."""
+    x = np.sort(np.asarray(x).ravel())
+    k = int(np.searchsorted(np.arange(1, len(x) + 1) / len(x), p, side="left"))
+    return int(x[min(k, len(x) - 1)])
