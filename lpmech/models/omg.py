@@ -29,9 +29,10 @@ import scipy.sparse as sp
 from ..errors import InputError
 from ..instance import Instance
 from ..mechanism import check_epsilon
+from ..resources import require_omg_memory
 from ..solvers.highs import solve_lp
 from ..solvers.result import Result
-from .common import certified_result
+from .common import certified_result, check_model_inputs, verbose_entry
 
 log = logging.getLogger(__name__)
 
@@ -220,10 +221,11 @@ def choose_method(instance: Instance, method: str = "auto", path: str = "fast") 
     return "cutting-plane" if instance.K <= AUTO_SMALL_K else "decomposition"
 
 
+@verbose_entry
 def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str = "fast",
           algorithm: str = "simplex", time_limit: float | None = None,
           max_loss: float | None = None, delta: float = 1.1, reduce: bool = True,
-          verbose: bool = False) -> Result:
+          merge: bool = True, verbose: bool = False) -> Result:
     """Optimal (ε, γ)-Geo-Ind mechanism for ``instance`` (seed 002 (6)–(7)), certified.
 
     Args:
@@ -243,18 +245,39 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
         max_loss: optional utility requirement, expected loss ≤ max_loss (full method only).
         delta: spanner dilation (method ``"spanner"``).
         reduce: leave out implied rows (:func:`implied_pairs`); the optimum does not change.
+        merge: merge locations closer than double precision can tell apart
+            (d ≤ :data:`~lpmech.quotient.QUOTIENT_RTOL`·max d) into one location of the quotient
+            instance, solve that with ``method`` and expand the mechanism (:mod:`lpmech.quotient`);
+            ``stats["quotient_merged"]`` says how many locations were merged away.
         verbose: show the solver's log (and the rounds of the large-K methods).
 
     Returns a :class:`Result` whose mechanism is certified against *every* Geo-Ind pair (realised
     ε ≤ ε·(1+1e-6)) and whose bound is a Lagrangian bound valid for the exact OMG optimum. Raises
     ``InfeasibleError``, ``TimeLimitError`` or ``CertificationError`` instead of returning an
     uncertified matrix.
+
+    Near-coincident points. Geo-Ind forces the rows of two points at d = 0 to be equal and the rows
+    of two points at a tiny d to be equal up to e^{ε d}. With ``merge`` the points closer than
+    double precision can resolve are solved as one location (:mod:`lpmech.quotient`); the other
+    near-equal rows are kept sound by :func:`implied_pairs` (only strictly shorter legs) and by the
+    cleaning step (:func:`lpmech.mechanism.clean`: one common row per near-duplicate group before
+    renormalising). Whatever was merged, the mechanism returned is certified on the *original*
+    points, and its objective is the expected loss on the original instance.
     """
-    eps = check_epsilon(epsilon)
+    eps = check_model_inputs(instance, epsilon, max_loss=max_loss)
     t0 = time.perf_counter()
+    if merge:
+        from ..quotient import quotient
+
+        q = quotient(instance)
+        if q is not None:
+            return _solve_quotient(q, eps, t0, method=method, path=path, algorithm=algorithm,
+                                   time_limit=time_limit, max_loss=max_loss, delta=delta,
+                                   reduce=reduce, verbose=verbose)
     if method == "auto" and max_loss is not None:
         method = "full"  # the utility row is written into the full model only
     chosen = choose_method(instance, method, path)
+    require_omg_memory(instance.K, chosen)
     if max_loss is not None and chosen != "full":
         raise InputError("max_loss needs method='full'")
     if chosen == "full" and path == "pyomo":
@@ -286,12 +309,27 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
     if path == "fast":
         raw = None if res.x is None else res.x.reshape(instance.K, instance.K)
         res = certified_result(res, raw, instance, eps, name="OMG")
-    res.stats.update(method=chosen, requested_method=method, reduce=reduce)
+    res.stats.update(method=chosen, requested_method=method, reduce=reduce, quotient_merged=0)
     res.stats["model_build_s"] = t_build
     res.stats["time_s"] = time.perf_counter() - t0
     log.info("OMG K=%d eps=%g method %s%s: objective %.9g, bound %s, gap %s, realised eps %.9g",
              instance.K, eps, chosen, " (auto)" if method == "auto" else "", res.objective,
              res.bound, res.gap, res.certificate.realized_epsilon)
+    return res
+
+
+def _solve_quotient(q, eps: float, t0: float, **kwargs) -> Result:
+    """Solve the quotient instance, expand its mechanism and certify it on the original points."""
+    inner = solve(q.instance, eps, merge=False, **kwargs)
+    raw = q.expand(inner.mechanism.matrix)
+    res = Result(status=inner.status, stats=dict(inner.stats), x=raw.ravel(), duals=inner.duals,
+                 optimality=inner.optimality)
+    res = certified_result(res, raw, q.original, eps, name="OMG")
+    res.stats.update(q.stats())
+    res.stats["time_s"] = time.perf_counter() - t0
+    log.info("OMG: %d of %d locations merged into near-coincident groups (diameter %.3g); "
+             "certified on the original points: realised eps %.9g", q.merged, q.original.K,
+             q.diameter, res.certificate.realized_epsilon)
     return res
 
 
