@@ -310,11 +310,11 @@ def load_instance(args) -> Instance:
     return inst
 
 
-def parse_grid(spec: str) -> tuple[int, int]:
-    """``"WxH"`` (also ``WXH``, ``W×H``) -> (W, H)."""
+def parse_grid(spec: str, flag: str = "--grid") -> tuple[int, int]:
+    """``"WxH"`` (also ``WXH``, ``W×H``) -> (W, H); errors name ``flag``."""
     m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", spec)
     if m is None:
-        raise InputError(f"bad --grid {spec!r}: expected WxH with positive integers, e.g. 6x6")
+        raise InputError(f"bad {flag} {spec!r}: expected WxH with positive integers, e.g. 6x6")
     return int(m[1]), int(m[2])
 
 

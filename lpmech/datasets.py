@@ -176,6 +176,9 @@ def synthetic_road_grid(width: int = 39, height: int = 39, *, rng, cell_km: floa
     if not 0 < keep <= 1 or not cell_km > 0 or not 1 <= detour[0] <= detour[1]:
         raise InputError("synthetic_road_grid needs 0 < keep <= 1, cell_km > 0, 1 <= detour[0] <= detour[1]")
     W, H = int(width), int(height)
+    from .resources import require_road_grid_memory
+
+    require_road_grid_memory(math.ceil(W * H * keep), f"a {W}x{H} synthetic road grid")
     dlat = math.degrees(cell_km / EARTH_RADIUS_KM)
     dlon = dlat / math.cos(math.radians(centre[0]))
     r, c = np.divmod(np.arange(W * H), W)

@@ -24,6 +24,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import InputError
+from .resources import require_instance_memory
 
 EARTH_RADIUS_KM = 6371.0088  # IUGG mean Earth radius, used by the Haversine metric
 METRIC_TOL = 1e-9  # relative tolerance of the metric checks (scaled by the largest distance)
@@ -248,6 +249,7 @@ def grid(width: int, height: int, cell: float = 1.0, *, unit: str = "km",
     """
     if int(width) != width or int(height) != height or width < 1 or height < 1:
         raise InputError(f"grid size must be positive integers, got {width}x{height}")
+    require_instance_memory(int(width) * int(height), f"a {int(width)}x{int(height)} grid")
     cell = _check_positive(cell, "cell size")
     cols, rows = np.meshgrid(np.arange(width), np.arange(height))
     xy = np.column_stack([cols.ravel(), rows.ravel()]).astype(float) * cell
@@ -266,6 +268,7 @@ def line(m: int, cell: float = 1.0, *, unit: str = "", prior=None, loss=None,
     """The 1-D domain {1, ..., m} with distance cell·|i − j|."""
     if int(m) != m or m < 1:
         raise InputError(f"a line needs m ≥ 1 points, got {m}")
+    require_instance_memory(int(m), "a line")
     cell = _check_positive(cell, "cell size")
     x = np.arange(1, int(m) + 1, dtype=float) * cell
     d = np.abs(x[:, None] - x[None, :])
@@ -279,6 +282,7 @@ def points(coords, *, metric: str = "euclidean", unit: str | None = None, prior=
     xy = _as_float_array(coords, "coordinates")
     if xy.ndim != 2 or xy.shape[1] != 2 or xy.shape[0] == 0:
         raise InputError(f"coordinates must be a non-empty N×2 array, got shape {xy.shape}")
+    require_instance_memory(xy.shape[0], "points")
     if not np.isfinite(xy).all():
         raise InputError("coordinates have a non-finite entry")
     if metric == "euclidean":

@@ -219,6 +219,41 @@ def check_epsilon(epsilon) -> float:
     return e
 
 
+#: largest ε·d whose factor e^{ε·d} is a finite double (log of the largest double, 709.78)
+MAX_EPS_D = 709.0
+#: smallest ε·d (positive distances) a model may divide by without overflow
+MIN_EPS_D = 1e-300
+
+
+def check_epsilon_scale(epsilon, distances, *, gamma: float = math.inf, min_eps_d: float = MIN_EPS_D,
+                        max_eps_d: float = MAX_EPS_D, flag: str = "epsilon") -> float:
+    """ε, checked against the metric's scale: an :class:`InputError` naming the usable range.
+
+    The ratio bounds e^{ε·d_ij} of every constrained pair (d_ij ≤ ``gamma``) must be finite doubles
+    (ε·d_max ≤ ``max_eps_d``), and ε·d_min over positive distances must stay ≥ ``min_eps_d`` (a
+    model that divides by ε·d, or needs e^{−ε·d} < 1 to be resolved, passes a larger
+    ``min_eps_d``). ``flag`` is how the message names ε (e.g. ``"--epsilon"``). Shared by the
+    models (OMG, LIP, matrix mechanism) so that ε·d overflow/underflow is one input error.
+    """
+    eps = check_epsilon(epsilon)
+    d = np.asarray(distances, float)
+    d = d[(d > 0) & (d <= gamma)] if math.isfinite(gamma) else d[d > 0]
+    if d.size == 0:
+        return eps
+    d_min, d_max = float(d.min()), float(d.max())
+    lo, hi = min_eps_d / d_min, max_eps_d / d_max
+    usable = f"the usable range for this metric is {lo:.4g} <= {flag} <= {hi:.4g}"
+    if eps * d_max > max_eps_d:
+        raise InputError(f"{flag} {eps:g} is too large for this metric: epsilon·d_max = "
+                         f"{eps * d_max:.4g} > {max_eps_d:g}, so e^(epsilon·d) overflows double "
+                         f"precision; {usable} (or rescale the distances)")
+    if eps * d_min < min_eps_d:
+        raise InputError(f"{flag} {eps:g} is too small for this metric: epsilon·d_min = "
+                         f"{eps * d_min:.4g} < {min_eps_d:g} underflows double precision; {usable} "
+                         "(or rescale the distances)")
+    return eps
+
+
 # ------------------------------------------------------------------------------------- clean-up
 
 

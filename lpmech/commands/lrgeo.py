@@ -45,20 +45,33 @@ def register(sub, common) -> None:
     m.add_argument("--r-exp", type=float, default=3.5,
                    help="exponential threshold in km, <= r-obf (default 3.5)")
     m.add_argument("--lr-cap", type=int, default=20, help="cap on |LR set| (default 20; 0 = none)")
-    m.add_argument("--lr-select", choices=["nearest", "random"], default="nearest")
-    m.add_argument("--exp-form", choices=["truncated", "paper"], default="truncated")
-    m.add_argument("--outside", choices=["zero", "exp"], default="zero")
-    m.add_argument("--costs", choices=["upper", "true", "lower"], default="upper")
+    m.add_argument("--lr-select", choices=["nearest", "random"], default="nearest",
+                   help="which cells fill an LR set capped by --lr-cap: the nearest by path distance "
+                        "(default) or a random choice (seeded by --seed)")
+    m.add_argument("--exp-form", choices=["truncated", "paper"], default="truncated",
+                   help="exponential entries (18): y_k*exp(-eps*min(d_ik, r_obf)/2) (truncated, "
+                        "default) or the paper's exp(-eps*d_ik/2) inside the range, exp(-eps*r_obf/2) "
+                        "outside")
+    m.add_argument("--outside", choices=["zero", "exp"], default="zero",
+                   help="entries outside a user's obfuscation range: 0 (default) or the exponential form")
+    m.add_argument("--costs", choices=["upper", "true", "lower"], default="upper",
+                   help="cost coefficients of the objective: the reference table's upper bound (25) "
+                        "(default), the true costs (5), or the lower bound (31)")
     m.add_argument("--table-cell", type=float, default=0.0,
                    help="cost reference table cell in km (default 0 = the grid itself: exact costs)")
     s = p.add_argument_group("solver")
-    s.add_argument("--method", choices=["benders", "monolithic"], default="benders")
+    s.add_argument("--method", choices=["benders", "monolithic"], default="benders",
+                   help="benders: Benders' decomposition over users (default); monolithic: one LP "
+                        "with every user's block (exact reference, more memory)")
     s.add_argument("--workers", type=int, default=None,
                    help="process-pool size for the subproblems (default: CPUs; 0 = in-process)")
     s.add_argument("--abs-tol", type=float, default=0.01, help="Benders gap UB-LB (default 0.01 km)")
     s.add_argument("--rel-tol", type=float, default=1e-6, help="Benders relative gap (default 1e-6)")
-    s.add_argument("--max-iter", type=int, default=100, help="Benders iteration cap (default 100)")
-    s.add_argument("--time-limit", type=float, metavar="SECONDS")
+    s.add_argument("--max-iter", type=int, default=100,
+                   help="Benders iteration cap (default 100); reaching it without a certified optimum "
+                        "is status iteration_limit, exit 4")
+    s.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="wall-clock limit; reaching it without a certified optimum is exit 4")
     s.add_argument("--no-relaxed-bound", action="store_true",
                    help="skip the relaxed lower bound (29)-(30) (saves M LP solves)")
     p.add_argument("--out", metavar="FILE.npz",
@@ -73,7 +86,7 @@ def _grid(args, rng):
     if args.rome_dir is not None:
         grid = ds.read_rome(args.rome_dir)
     else:
-        w, h = parse_grid(args.synthetic)
+        w, h = parse_grid(args.synthetic, "--synthetic")
         grid = ds.synthetic_road_grid(w, h, rng=rng)
     if args.K is not None:
         grid = grid.sample(args.K, rng)
@@ -83,9 +96,16 @@ def _grid(args, rng):
 def _users(args, grid, rng) -> np.ndarray:
     if args.user_cells is not None:
         try:
-            return np.array([int(v) for v in args.user_cells.split(",") if v.strip()], int)
+            cells = np.array([int(v) for v in args.user_cells.split(",") if v.strip()], int)
         except ValueError:
             raise InputError(f"bad --user-cells {args.user_cells!r}: expected integers like 0,5,9") from None
+        if cells.size == 0:
+            raise InputError("--user-cells is empty: give at least one cell index, e.g. 0,5,9")
+        values, counts = np.unique(cells, return_counts=True)
+        if (counts > 1).any():
+            raise InputError(f"--user-cells lists cell {int(values[counts > 1][0])} more than once: each "
+                             "user is at a distinct cell")
+        return cells
     if not 1 <= args.users <= grid.K:
         raise InputError(f"--users must be between 1 and the number of cells ({grid.K}), got {args.users}")
     return np.sort(rng.choice(grid.K, size=args.users, replace=False))
@@ -95,7 +115,7 @@ def cmd_lrgeo(args) -> int:
     import concurrent.futures as cf
 
     from .. import io as lpio
-    from ..cli import json_on_error, print_json, solver_log_to_stderr
+    from ..cli import finish, json_on_error, print_json, solver_log_to_stderr
     from ..models import lrgeo
 
     info = {"command": "lrgeo", "epsilon": args.epsilon, "method": args.method}
@@ -165,4 +185,6 @@ def cmd_lrgeo(args) -> int:
             f"max {out['gve_max']:.3g} (across users)",
             f"  time              {out['time_s']:.2f} s",
         ] + ([f"  saved             {args.out}"] if args.out else [])))
-    return 0 if not math.isnan(out["cost"]) else 1
+    if math.isnan(out["cost"]):
+        return finish("error", "lrgeo")
+    return finish(res.status, "lrgeo")

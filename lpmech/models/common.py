@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -10,14 +11,58 @@ from ..certificate import OptimalityCertificate
 from ..errors import (
     CertificationError,
     InfeasibleError,
+    InputError,
     IterationLimitError,
     NotOptimalError,
     SolverError,
     TimeLimitError,
 )
 from ..instance import Instance
-from ..mechanism import EPS_RTOL, Mechanism, PrivacyCertificate, certify, clean_and_certify
+from ..mechanism import (
+    EPS_RTOL,
+    Mechanism,
+    PrivacyCertificate,
+    certify,
+    check_epsilon_scale,
+    clean_and_certify,
+)
+from ..progress import verbose_logging
 from ..solvers.result import Result
+
+
+def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None = None,
+                       what: str = "OMG") -> float:
+    """Boundary checks of a Geo-Ind model's ``solve``: an :class:`Instance` (not a bare matrix),
+    a number ``max_loss``, ε within the metric's usable range
+    (:func:`lpmech.mechanism.check_epsilon_scale`), and, with ``method``, memory for the solve
+    (:func:`lpmech.resources.require_omg_memory`). Returns ε as a float."""
+    if not isinstance(instance, Instance):
+        raise InputError(f"{what}: expected an lpmech Instance (e.g. lpmech.instance.from_matrix(D) for "
+                         f"a distance matrix D), got {type(instance).__name__}")
+    if max_loss is not None:
+        if isinstance(max_loss, bool) or not isinstance(max_loss, int | float | np.integer | np.floating):
+            raise InputError(f"max_loss must be a number, got {max_loss!r}")
+        if not math.isfinite(max_loss):
+            raise InputError(f"max_loss must be a finite number, got {max_loss!r}")
+    eps = check_epsilon_scale(epsilon, instance.metric, gamma=instance.gamma)
+    if method is not None:
+        from ..resources import require_omg_memory
+
+        require_omg_memory(instance.K, method)
+    return eps
+
+
+def verbose_entry(fn):
+    """Decorator of a model's ``solve(..., verbose=False)``: with ``verbose=True`` its log lines
+    (and those of everything it calls) reach stderr from a plain script, without the user setting
+    up logging (:func:`lpmech.progress.verbose_logging`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with verbose_logging(bool(kwargs.get("verbose", False))):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def raise_for_status(res: Result, what: str) -> None:
