@@ -283,7 +283,7 @@ def cmd_omg(args) -> int:
         print_json(out)
     else:
         _print_omg_report(out)
-    return 0
+    return finish(res.status, "omg")
 
 
 def load_instance(args) -> Instance:

@@ -23,6 +23,8 @@ from ..errors import InputError
 log = logging.getLogger("lpmech.commands.le")
 
 DENSE_MAX_CELLS = 900
+#: without --lp, a prior for which LE is not proved optimal is solved by the LP (8) up to this m
+MAX_LP_CELLS = 144
 
 
 def register(sub, common) -> None:
@@ -45,8 +47,10 @@ def register(sub, common) -> None:
     p.add_argument("--kkt", action="store_true",
                    help="verify Theorem 1 (KKT with the multipliers (14)); report the largest residual")
     p.add_argument("--lp", action="store_true",
-                   help="when LE is infeasible or not optimal for the prior, solve the LP (8) "
-                        "instead (small instances only)")
+                   help="when LE is infeasible (or not optimal for the prior), solve the LP (8) "
+                        "instead, at any size (without --lp: an infeasible LE is exit 3, and a "
+                        f"prior LE is not optimal for is solved by the LP up to m = {MAX_LP_CELLS}, "
+                        "beyond that LE is reported with status feasible and a valid bound, exit 4)")
     p.add_argument("--estimate", metavar="FILE",
                    help="reported counts (one per location, .npy or one-column CSV): estimate the "
                         "true counts with the inversion estimator (15)")
@@ -70,7 +74,7 @@ def _large_grid(args):
 
 def cmd_le(args) -> int:
     from .. import io as lpio
-    from ..cli import json_on_error, load_instance, print_json, solver_log_to_stderr
+    from ..cli import finish, json_on_error, load_instance, print_json, solver_log_to_stderr
     from ..models import le as L
 
     info = {"command": "le", "epsilon": args.epsilon}
@@ -88,6 +92,7 @@ def cmd_le(args) -> int:
             if args.prior is not None or args.cell is not None or math.isfinite(args.gamma) or args.lp:
                 raise InputError(f"a {big[0]}x{big[1]} grid uses the scale path, which takes no "
                                  "--prior, --cell, --gamma or --lp (distances are in cells)")
+            info.update(instance=f"grid {big[0]}x{big[1]} cell=1 metric={args.metric}")
             out, estimate = _run_grid(args, big, counts)
         else:
             inst = load_instance(args)
@@ -108,7 +113,7 @@ def cmd_le(args) -> int:
         print_json(out)
     else:
         _print_report(out, estimate)
-    return 0
+    return finish(out["status"], "le")
 
 
 def _uniform(m: int) -> np.ndarray:
@@ -118,8 +123,10 @@ def _uniform(m: int) -> np.ndarray:
 def _run_dense(args, inst, counts, L):
     from .. import estimation as est
 
-    res = L.solve(inst, args.epsilon, path="auto" if args.lp else "closed",
-                  max_lp_size=inst.K if args.lp else 0, verbose=args.verbose)
+    # LE when it is the optimum (uniform data, or the LP-dual test passes); for other priors the
+    # LP (8) up to MAX_LP_CELLS cells (any size with --lp), else LE with status feasible (exit 4)
+    res = L.solve(inst, args.epsilon, path="auto", fallback_lp=args.lp,
+                  max_lp_size=inst.K if args.lp else MAX_LP_CELLS, verbose=args.verbose)
     P = res.mechanism.matrix
     c = _uniform(inst.K)
     out = {"status": res.status, "m": inst.K, "path": res.stats["path"],

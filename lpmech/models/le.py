@@ -48,9 +48,10 @@ from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
 from ..instance import Instance
 from ..mechanism import Mechanism, PrivacyCertificate, check_epsilon
+from ..progress import Progress
 from ..solvers.result import Result
 from . import omg
-from .common import certified_mechanism, certified_result
+from .common import certified_mechanism, certified_result, verbose_entry
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,9 @@ def _infeasible_message(p: np.ndarray, eps: float, threshold: float, where=None)
     at = f"{k}" if where is None else where(k)
     return (f"LE is infeasible at epsilon = {eps:g}: E^-1 1 has {bad.size} negative entries "
             f"(min {p[k]:.4g} at location {at}), so Prop. 1's precondition fails; it holds for "
-            f"epsilon >= {threshold:.6g} (bisection). Use a larger epsilon, the LP "
-            "(lpmech.models.le.solve(..., path='lp'), small domains), or the exponential mechanism")
+            f"epsilon >= {threshold:.6g} (bisection). Use a larger epsilon, the LP (8) (small domains: "
+            "'lpmech le --lp', or lpmech.models.le.solve(..., path='lp')), or the exponential "
+            "mechanism")
 
 
 def _where(instance: Instance):
@@ -307,17 +309,28 @@ def kkt(instance_or_metric, epsilon: float, weights=None) -> KKTReport:
 # -------------------------------------------------------------------------------------- solve
 
 
+@verbose_entry
 def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: str = "fast",
-          time_limit: float | None = None, max_lp_size: int = 144, verbose: bool = False) -> Result:
+          time_limit: float | None = None, max_lp_size: int = 144, fallback_lp: bool = True,
+          verbose: bool = False) -> Result:
     """The co-location-optimal d-private mechanism for the instance's prior, certified.
 
     ``path``:
       * ``"auto"``: LE when E⁻¹1 ≥ 0 and the LP-dual test E⁻¹w ≥ 0 passes (w = the prior; always
         true for a uniform prior by Theorem 1), with the KKT multipliers' Lagrangian bound; else
-        the LP (8) (if m ≤ ``max_lp_size``, else LE with its honest, possibly loose, bound when
-        feasible, or the InfeasibleError), warm-started from LE when LE is feasible.
+        the LP (8) (if m ≤ ``max_lp_size``, else LE with status ``feasible``, or the
+        InfeasibleError), warm-started from LE when LE is feasible. With ``fallback_lp=False`` an
+        infeasible LE raises InfeasibleError instead of solving the LP (the CLI without ``--lp``).
       * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
       * ``"lp"``: the LP only (``lp_path`` ``"fast"``: sparse arrays to HiGHS; ``"pyomo"``).
+
+    Status: ``optimal`` when LE passes the dual test (LE is then the LP optimum, Theorem 1) or the
+    LP ran; ``feasible`` when LE is returned although the dual test fails (a non-uniform prior with
+    ``path="closed"`` or m > ``max_lp_size``): LE is certified d-private but not proved optimal.
+    Its bound is then the best of two valid bounds (:func:`closed_form_bound`): the Lagrangian
+    bound of the KKT multipliers for the prior, and a knapsack bound from Theorem 1
+    (Σ_k p_kk ≤ S* for every feasible mechanism, S* the uniform optimum, and 0 ≤ p_kk ≤ 1), both
+    clipped at 0.
 
     The objective is the weighted co-location error 1 − Σ_k w_k p_kk. ``stats`` carries
     ``le_feasible``, ``le_objective``, ``le_gap`` (LE − LP optimum, when the LP ran) and
@@ -339,7 +352,7 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         if not stats["le_feasible"]:
             thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps)
             stats["epsilon_threshold"] = thr
-            if path == "closed" or instance.K > max_lp_size:
+            if path == "closed" or instance.K > max_lp_size or not fallback_lp:
                 raise InfeasibleError(_infeasible_message(p, eps, thr, _where(instance)),
                                       result=Result("infeasible", stats=stats))
         else:
@@ -352,8 +365,11 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
                                    or instance.K > max_lp_size)
     if use_le:
         objective = 1.0 + report.objective
-        res = Result("optimal", mechanism=mech, certificate=mech.certificate, stats=stats)
-        res.optimality = OptimalityCertificate.from_values(objective, 1.0 + report.bound, "kkt")
+        proved = stats["lp_dual_test"]
+        bound = 1.0 + report.bound if proved else closed_form_bound(instance.metric, eps, w, report)
+        res = Result("optimal" if proved else "feasible", mechanism=mech,
+                     certificate=mech.certificate, stats=stats)
+        res.optimality = OptimalityCertificate.from_values(objective, bound, "kkt")
         res.stats["path"] = "closed"
     else:
         res = _solve_lp(instance, eps, lp_path, mech, time_limit, verbose)
@@ -364,6 +380,25 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     log.info("LE m=%d eps=%g path=%s: objective %.9g, bound %s", instance.K, eps,
              res.stats["path"], res.objective, res.bound)
     return res
+
+
+def closed_form_bound(metric, epsilon: float, w, report: KKTReport | None = None) -> float:
+    """A valid lower bound on the least weighted co-location error 1 − Σ_k w_k p_kk of any
+    ε-d-private mechanism, for any prior ``w`` (used when LE is not proved optimal for ``w``).
+
+    The best of: the Lagrangian bound 1 + ``report.bound`` of the KKT multipliers for ``w``
+    (:func:`kkt`); the knapsack bound: Theorem 1's Lagrangian certificate for uniform weights gives
+    Σ_k p_kk ≤ S for every feasible mechanism, so with 0 ≤ p_kk ≤ 1, Σ_k w_k p_kk is at most the
+    fractional knapsack of ``w`` with capacity S (the largest weights first); and 0.
+    """
+    w = np.asarray(w, float)
+    if report is None:
+        report = kkt(metric, epsilon, w)
+    S = -kkt(metric, epsilon).bound  # Σ_k p_kk ≤ S for every feasible P (Lagrangian, valid)
+    top = np.sort(w)[::-1]
+    full = min(math.floor(S), top.size)
+    knap = top[:full].sum() + (top[full] * (S - full) if full < top.size else 0.0)
+    return float(max(1.0 + report.bound, 1.0 - knap, 0.0))
 
 
 def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbose) -> Result:
@@ -422,8 +457,11 @@ class GridLE:
         if check and self.p.min() < -P_TOL:
             thr = feasibility_threshold(
                 lambda e: GridLE(W, H, e, metric=metric, rtol=rtol, check=False).p.min(), self.epsilon)
+            stats = {"model": "LE", "epsilon": self.epsilon, "K": self.m, "le_feasible": False,
+                     "epsilon_threshold": thr}
             raise InfeasibleError(_infeasible_message(
-                self.p, self.epsilon, thr, where=lambda k: f"(row {k // self.W}, col {k % self.W})"))
+                self.p, self.epsilon, thr, where=lambda k: f"(row {k // self.W}, col {k % self.W})"),
+                result=Result("infeasible", stats=stats))
         self.certificate = PrivacyCertificate(
             notion="geo-ind", realized_epsilon=self.epsilon, target_epsilon=self.epsilon,
             gamma=math.inf, worst_violation=0.0, violation_ratio=0.0, violation_magnitude=0.0,
@@ -548,9 +586,12 @@ class GridLE:
                              "rng=numpy.random.default_rng(seed)")
         sq = np.sqrt(v)
         vals = np.empty(probes)
-        for t in range(probes):
-            z = rng.choice([-1.0, 1.0], size=self.m)
-            vals[t] = np.sum((sq * self.solve(z)) ** 2)
+        with Progress(f"LE mse_theory {self.W}x{self.H} (Hutchinson)", total=probes, unit="probe",
+                      logger=log) as prog:
+            for t in range(probes):
+                z = rng.choice([-1.0, 1.0], size=self.m)
+                vals[t] = np.sum((sq * self.solve(z)) ** 2)
+                prog.update(cg_iterations=self.stats["cg_iterations"])
         return float(vals.mean() - n), float(vals.std(ddof=1) / math.sqrt(probes))
 
 
