@@ -19,6 +19,7 @@ import dataclasses
 import math
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from .errors import CertificationError, InputError
@@ -143,23 +144,46 @@ def _check_shapes(z: np.ndarray, d: np.ndarray) -> None:
         raise InputError(f"metric of shape {d.shape} does not fit a mechanism with {z.shape[0]} rows")
 
 
+#: pairs with d_ij below this fraction of the largest distance get their log-ratios recomputed as
+#: log1p((Z_ik − Z_jk) / Z_jk) (see :func:`realized_epsilon`)
+FINE_PAIR_RTOL = 1e-3
+
+
+def _top_log_ratios(z, logz, rows, mask, d, fine: float) -> np.ndarray:
+    """top[r, j] = max_k log(Z[i_r, k] / Z[j, k]) over the neighbour pairs of ``mask`` (0 elsewhere).
+
+    log Z_ik − log Z_jk carries an absolute error of a few ulps of |log Z| (≈ 1e-14 for entries
+    near 1e-6): divided by d_ij that is a wrong realised ε once d_ij ≲ 1e-8. Pairs with
+    d_ij < ``fine`` are recomputed as log1p((Z_ik − Z_jk) / Z_jk), accurate to a few ulps of the
+    ratio's distance from 1 (the difference of near-equal doubles is exact).
+    """
+    diff = logz[rows, None, :] - logz[None, :, :]
+    diff = np.where(np.isnan(diff), 0.0, diff)  # 0/0: both zero, no constraint
+    top = np.where(mask, diff.max(axis=2), 0.0)
+    r, j = np.nonzero(mask & (d[rows] < fine))
+    if r.size:
+        a, b = z[rows[r]], z[j]
+        q = np.where(b > 0, (a - b) / np.where(b > 0, b, 1.0), np.where(a > 0, np.inf, 0.0))
+        top[r, j] = np.log1p(q).max(axis=1)
+    return top
+
+
 def realized_epsilon(matrix, metric, gamma: float = math.inf) -> float:
     """The smallest ε with Z[i,k] ≤ e^{ε d_ij} Z[j,k] for all k and all i ≠ j with d_ij ≤ γ.
 
     max over pairs of log(Z[i,k] / Z[j,k]) / d_ij; ``inf`` when Z[j,k] = 0 < Z[i,k] or when
-    d_ij = 0 and the rows differ. 0 for a single location.
+    d_ij = 0 and the rows differ. 0 for a single location. Near-duplicate pairs (d_ij below
+    ``FINE_PAIR_RTOL``·max d) are evaluated with log1p of the relative difference, so that two rows
+    one ulp apart at d = 1e-13 give ε ≈ 1e-3 and not the round-off of two logarithms.
     """
     z, d = np.asarray(matrix, float), np.asarray(metric, float)
     _check_shapes(z, d)
+    fine = FINE_PAIR_RTOL * float(d.max(initial=0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         logz = np.log(z)
         worst = 0.0
         for rows, mask in _pairs_blocks(d, gamma):
-            # diff[r, j, k] = log z[i_r, k] − log z[j, k]
-            diff = logz[rows, None, :] - logz[None, :, :]
-            diff = np.where(np.isnan(diff), 0.0, diff)  # 0/0: both zero, no constraint
-            top = diff.max(axis=2)
-            top = np.where(mask, top, 0.0)
+            top = _top_log_ratios(z, logz, rows, mask, d, fine)
             ratio = np.where(top > 0, top / d[rows], 0.0)  # d = 0 with top > 0 -> inf
             worst = max(worst, float(ratio.max(initial=0.0)))
     return worst
@@ -323,7 +347,6 @@ def clean_and_certify(raw, metric, epsilon: float, gamma: float = math.inf, *,
 def near_duplicate_groups(metric, epsilon: float, gamma: float = math.inf, *,
                           eps_d: float = NEAR_DUPLICATE_EPS_D) -> np.ndarray:
     """Group labels 0..G−1 of the components of the neighbour pairs with ε·d_ij ≤ ``eps_d``."""
-    from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     d = np.asarray(metric, float)
@@ -335,7 +358,6 @@ def near_duplicate_groups(metric, epsilon: float, gamma: float = math.inf, *,
 
 
 def _merge(labels: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     G = int(labels.max()) + 1
@@ -369,14 +391,13 @@ def _group_closure(z: np.ndarray, d: np.ndarray, epsilon: float, gamma: float,
 
 
 def _violated_pairs(z: np.ndarray, d: np.ndarray, epsilon: float, gamma: float) -> np.ndarray:
-    """K×K bool: the neighbour pairs (i, j) with max_k log(Z_ik / Z_jk) > ε·d_ij."""
+    """K×K bool: the neighbour pairs (i, j) with max_k log(Z_ik / Z_jk) > ε·d_ij (either way)."""
     out = np.zeros(d.shape, dtype=bool)
+    fine = FINE_PAIR_RTOL * float(d.max(initial=0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         logz = np.log(z)
         for rows, mask in _pairs_blocks(d, gamma):
-            diff = logz[rows, None, :] - logz[None, :, :]
-            top = np.where(np.isnan(diff), 0.0, diff).max(axis=2)
-            out[rows] = mask & (top > epsilon * d[rows])
+            out[rows] = mask & (_top_log_ratios(z, logz, rows, mask, d, fine) > epsilon * d[rows])
     return out | out.T
 
 
@@ -396,9 +417,12 @@ def _clip_normalise(raw, neg_tol: float) -> np.ndarray:
 def geo_ind_closure(z: np.ndarray, metric: np.ndarray, epsilon: float, gamma: float = math.inf):
     """The smallest Z' ≥ Z with Z'[i,k] ≥ e^{−ε D_ij} Z'[j,k] for all i, j (D: neighbour-graph paths)."""
     d = np.asarray(metric, float)
-    # edges d_ij ≤ γ; zero distances become tiny edges (a dense csgraph reads 0 as "no edge");
-    # shortest paths also make the closure right for a non-metric d (allow_nonmetric)
-    adj = np.where(d <= gamma, np.maximum(d, 1e-300), 0.0)
+    # edges d_ij ≤ γ, given as a *sparse* graph: a dense csgraph drops every entry within 1e-8 of
+    # 0 (numpy.ma.masked_values), i.e. exactly the near-duplicate pairs; zero distances become
+    # tiny edges. Shortest paths also make the closure right for a non-metric d (allow_nonmetric)
+    i, j = np.nonzero(d <= gamma)
+    off = i != j
+    adj = csr_matrix((np.maximum(d[i[off], j[off]], 1e-300), (i[off], j[off])), shape=d.shape)
     paths = shortest_path(adj, method="auto", directed=False)
     out = np.empty_like(z)
     factor_rows = np.exp(-epsilon * paths)  # factor[i, j] = e^{−ε D_ij}
