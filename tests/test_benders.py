@@ -109,15 +109,43 @@ def test_infeasible_problem_raises():
         solve_benders(prob, executor="serial")
 
 
-def test_feasibility_cut_needed_and_found():
-    """x ≥ 0.5 + y... : x + y ≥ 1.5, x ≤ 1 forces y ≥ 0.5 although alpha pushes y to 0."""
+@pytest.mark.parametrize("recourse", ["farkas", "elastic"])
+def test_feasibility_cut_needed_and_found(recourse):
+    """x + y ≥ 1.5, x ≤ 1 forces y ≥ 0.5 although alpha pushes y to 0: Farkas cuts, or the elastic
+    penalty (complete recourse: no feasibility cut at all), both reach the optimum by hand."""
     blk = Block(c=np.array([1.0]), A=sp.csr_matrix([[1.0]]), G=sp.csr_matrix([[1.0]]),
                 row_lo=np.array([1.5]), row_hi=np.array([np.inf]), col_lo=np.zeros(1), col_hi=np.ones(1))
     prob = BendersProblem(alpha=np.array([2.0]), blocks=[blk], y_hi=np.array([5.0]))
-    res = solve_benders(prob, executor="serial", abs_tol=1e-9, rel_tol=0)
+    res = solve_benders(prob, executor="serial", abs_tol=1e-9, rel_tol=0, recourse=recourse)
     # optimum by hand: y = 0.5, x = 1: cost 2·0.5 + 1 = 2
+    assert res.status == "optimal"
     assert res.objective == pytest.approx(2.0, abs=1e-8)
-    assert sum(t["feasibility_cuts"] for t in res.stats["trace"]) >= 1
+    n_feas = sum(t["feasibility_cuts"] for t in res.stats["trace"])
+    assert (n_feas >= 1) if recourse == "farkas" else (n_feas == 0)
+    check_trace(res)
+
+
+def test_elastic_penalty_below_threshold_is_raised():
+    """A penalty U = 0.1 below the multiplier of x + y ≥ 1.5 (which is 2 = α: y is the cheaper way
+    to cover the row) makes slack the cheapest; the driver must raise U and still certify 2."""
+    blk = Block(c=np.array([1.0]), A=sp.csr_matrix([[1.0]]), G=sp.csr_matrix([[1.0]]),
+                row_lo=np.array([1.5]), row_hi=np.array([np.inf]), col_lo=np.zeros(1), col_hi=np.ones(1))
+    prob = BendersProblem(alpha=np.array([2.0]), blocks=[blk], y_hi=np.array([5.0]))
+    res = solve_benders(prob, executor="serial", abs_tol=1e-9, rel_tol=0, penalty=0.1)
+    assert res.status == "optimal" and res.objective == pytest.approx(2.0, abs=1e-8)
+    assert res.stats["penalty_raises"] >= 1
+
+
+def test_iteration_cap_is_its_own_status():
+    """A cap of one iteration cannot certify a problem that needs more (monolithic says so)."""
+    prob = random_problem(4)
+    full = solve_benders(prob, executor="serial", abs_tol=1e-9, rel_tol=0, max_iter=300)
+    assert full.status == "optimal" and full.stats["iterations"] > 1
+    capped = solve_benders(prob, executor="serial", abs_tol=1e-9, rel_tol=0, max_iter=1)
+    assert capped.status == "iteration_limit"
+    assert capped.stats["max_iter"] == 1
+    if capped.objective is not None:  # a best point, if any, is feasible: no better than the optimum
+        assert capped.objective >= solve_monolithic(prob).objective - 1e-7
 
 
 def test_bad_input():

@@ -615,7 +615,7 @@ def own_row_cost(structure: LRStructure, mats) -> np.ndarray:
 def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "benders",
           executor=None, abs_tol: float = 0.01, rel_tol: float = 1e-6, max_iter: int = 100,
           time_limit: float | None = None, relaxed_bound: bool = True, targets=None, prior=None,
-          rng: np.random.Generator | None = None) -> Result:
+          rng: np.random.Generator | None = None, recourse: str = "elastic", verbose: bool = False) -> Result:
     """LR-Geo for ``users`` on ``grid``: CLR-Geo by Benders (or ``method="monolithic"``), certified.
 
     Returns a :class:`Result` whose mechanism stacks the users' matrices (rows 𝒩_1, then 𝒩_2, …;
@@ -625,6 +625,12 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     ``lower_bound``/``upper_bound``/``iterations``/``trace`` (Benders), ``relaxed_bound``
     ((29)–(30) with c̃), ``approximation_ratio`` (cost / relaxed bound), ``gv_ratio`` (32),
     ``gve_mean``/``gve_max`` (33), sizes and times.
+
+    Benders stops with status ``optimal`` only at a certified gap (``abs_tol``/``rel_tol``); an
+    iteration cap raises :class:`~lpmech.errors.IterationLimitError`, a time limit
+    :class:`~lpmech.errors.TimeLimitError` (``err.result`` holds the best certified point, if any).
+    ``recourse``: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (the paper's
+    feasibility cuts), see :mod:`lpmech.solvers.benders`. ``verbose``: a log line per iteration.
     """
     t0 = time.perf_counter()
     P = params
@@ -632,13 +638,14 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     executor, owned = make_executor(executor, len(structure.users))
     try:
         return _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit,
-                      relaxed_bound, t0)
+                      relaxed_bound, t0, recourse=recourse, verbose=verbose)
     finally:
         if owned:
             executor.shutdown()
 
 
-def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, relaxed_bound, t0):
+def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, relaxed_bound, t0, *,
+           recourse="elastic", verbose=False):
     P = structure.params
     clr = clr_problem(structure, executor=executor)
     t_build = time.perf_counter() - t0
@@ -647,7 +654,8 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
              clr.y_index.size, P.choices())
     if method == "benders":
         res = solve_benders(clr.problem, executor=executor, abs_tol=abs_tol, rel_tol=rel_tol,
-                            max_iter=max_iter, time_limit=time_limit)
+                            max_iter=max_iter, time_limit=time_limit, recourse=recourse, verbose=verbose,
+                            name=f"CLR-Geo Benders ({len(structure.users)} users)")
         if res.x is None:
             raise_for_status(res, "CLR-Geo (Benders)")
     elif method == "monolithic":
@@ -682,6 +690,7 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
     log.info("LR-Geo done: cost %.6g (LB %.6g, UB %.6g, %s iterations), relaxed bound %s, GV %.4g, "
              "%.2fs", cost, st.get("lower_bound"), st.get("upper_bound"), st.get("iterations"),
              relaxed, cross["gv_ratio"], st["time_s"])
+    raise_for_status(res, f"CLR-Geo ({method})")  # a stop without a certified optimum (result attached)
     return res
 
 

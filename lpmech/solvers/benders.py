@@ -7,23 +7,36 @@ The problem is ::
          col_lo_m ≤ x_m ≤ col_hi_m,  y_lo ≤ y ≤ y_hi,  master_lo ≤ master_A y ≤ master_hi.
 
 The master program (80)–(82) is ``min α·y + Σ_m w_m`` over y and one w_m ≥ ``w_lower_m`` per block
-(a valid lower bound on block m's cost; 0 when c_m ≥ 0 and x_m ≥ 0 — without it the first master
-is unbounded, spec §9 item 15). Each iteration solves every block's subproblem (84) at the master's
-ȳ on a ``concurrent.futures.Executor`` and adds, per block:
+(multi-cut: one value surrogate per block; ``w_lower`` is a valid lower bound on block m's cost,
+0 when c_m ≥ 0 and x_m ≥ 0 — without it the first master is unbounded, spec §9 item 15). Each
+iteration solves every block's subproblem (84) at the master's ȳ on a ``concurrent.futures.Executor``
+and adds optimality cuts ``w_m ≥ g_m(λ; y)``, g the Lagrangian bound of the block LP with the
+returned row multipliers λ (valid for any λ; affine in y because y only shifts the row sides).
 
-* **optimality cut** ``w_m ≥ g_m(λ; y)`` when the block is feasible and w̄_m under-estimates its
-  value; g is the Lagrangian bound of the block LP with the returned row multipliers λ (valid for
-  any λ, so the cut is valid whatever the solver's sign conventions, and affine in y because y
-  only shifts the row sides by −G_m y);
-* **feasibility cut** ``g_m^0(λ; y) ≤ 0`` when the block is infeasible, from the *normalised
-  Farkas LP* (phase 1: min Σ s⁺ + s⁻ with elastic rows, whose multipliers lie in [−1, 1]; its
-  Lagrangian bound is positive at ȳ and must be ≤ 0 at any feasible y). This is the spec's
-  corrected Case 1 without relying on the sign of a solver's dual ray.
+**Recourse** (how an infeasible ȳ is handled), ``recourse=``:
+
+* ``"elastic"`` (default) — complete recourse: every block row gets an elastic slack priced at a
+  penalty U per unit, so every subproblem is feasible at every y and only optimality cuts are
+  generated (no Farkas cuts). The elastic problem is a *relaxation* of the original one, so its
+  cuts and the master's value are valid lower bounds whatever U is; a point counts for the upper
+  bound only when all slacks are zero (then its elastic value is its true value). U starts at
+  ``penalty``·max(1, max|c_m|) and is multiplied by 10 whenever the elastic problem is solved to the
+  tolerance at a point that still needs slack (U below the exact-penalty threshold, the norm of
+  the optimal multipliers); cuts made with a smaller U stay valid.
+* ``"farkas"`` — the paper's Case 1: a feasibility cut from the *normalised Farkas LP* (phase 1:
+  min Σ s⁺ + s⁻, multipliers in [−1, 1]). Kept for comparison: where the CLR-Geo ties bind, each
+  cut removes one direction of an infeasible ȳ and the master value stalls (issue 13).
+
+Each block's simplex basis is handed back with its answer and sent with the next task for the same
+block (the row sides are all that change between iterations, so the old basis is dual feasible and
+the re-solve is a short dual simplex), which keeps the tasks stateless: serial, process-pool and
+Dask executors return the same cuts and the same iteration count.
 
 The lower bound LB is the master's optimum (non-decreasing: cuts only add rows); the upper bound UB
-is the best α·ȳ + Σ_m v_m(ȳ) over iterations where every block was feasible (Prop. 4.3). The loop
-stops when UB − LB ≤ ``abs_tol`` or ≤ ``rel_tol``·|UB| (status ``optimal``), at ``max_iter``
-iterations or ``time_limit`` seconds (status ``time_limit``, best point so far kept).
+is the best α·ȳ + Σ_m v_m(ȳ) over the separation points where every block was feasible
+(Prop. 4.3). Status ``optimal`` only when UB − LB ≤ ``abs_tol`` or ≤ ``rel_tol``·|UB| (a certified
+gap); reaching ``max_iter`` first is status ``iteration_limit``; ``time_limit`` seconds, status
+``time_limit``; the best feasible point so far is kept in both.
 """
 
 from __future__ import annotations
@@ -166,11 +179,74 @@ def affine_cut(c, A, G, row_lo, row_hi, col_lo, col_hi, lam):
     return const + float(np.nan_to_num(col, nan=0.0, neginf=-np.inf).sum()), np.asarray(coef, float)
 
 
-def solve_block(block: Block, y: np.ndarray) -> dict:
-    """Subproblem (84) of ``block`` at ``y``: its value and an optimality or feasibility cut.
+def _basis_to_arrays(basis):
+    if basis is None or not basis.valid:
+        return None
+    return (np.array([int(s) for s in basis.col_status], np.int8),
+            np.array([int(s) for s in basis.row_status], np.int8))
 
-    Module-level so any Executor (process pool, Dask) can run it.
+
+def _basis_from_arrays(arrays, n_col: int, n_row: int):
+    if arrays is None or arrays[0].size != n_col or arrays[1].size != n_row:
+        return None
+    b = highspy.HighsBasis()
+    b.col_status = [highspy.HighsBasisStatus(int(s)) for s in arrays[0]]
+    b.row_status = [highspy.HighsBasisStatus(int(s)) for s in arrays[1]]
+    b.valid = True
+    return b
+
+
+def _elastic_columns(block: Block):
+    """The block with elastic slacks: +s on rows with a finite lower side, −s on rows with a finite
+    upper side (an equality row gets both). Returns (A1, up, dn)."""
+    m = block.A.shape[0]
+    up = np.flatnonzero(np.isfinite(block.row_lo))
+    dn = np.flatnonzero(np.isfinite(block.row_hi))
+    S = sp.csr_matrix((np.r_[np.ones(up.size), -np.ones(dn.size)],
+                       (np.r_[up, dn], np.arange(up.size + dn.size))), shape=(m, up.size + dn.size))
+    return sp.hstack([block.A, S]).tocsc(), up, dn
+
+
+def _solve_elastic(block: Block, y: np.ndarray, penalty: float, basis=None) -> dict:
+    """Subproblem (84) with complete recourse: min c·x + U·Σ s over the elastic rows."""
+    t0 = time.perf_counter()
+    shift = block.G @ y
+    lo, hi = block.row_lo - shift, block.row_hi - shift
+    n = block.A.shape[1]
+    A1, up, dn = _elastic_columns(block)
+    k = up.size + dn.size
+    c1 = np.concatenate([block.c, np.full(k, float(penalty))])
+    clo = np.concatenate([block.col_lo, np.zeros(k)])
+    chi = np.concatenate([block.col_hi, np.full(k, np.inf)])
+    warm = _basis_from_arrays(basis, n + k, A1.shape[0])
+    res = solve_lp(c1, A1, lo, hi, clo, chi, options=block.options, warm_start=warm)
+    if res.status != "optimal" and warm is not None:  # a stale basis in numerical trouble: cold
+        res = solve_lp(c1, A1, lo, hi, clo, chi, options=block.options)
+    if res.status != "optimal":
+        res = solve_lp(c1, A1, lo, hi, clo, chi, method="ipm", options=block.options)
+    if res.status != "optimal" or res.duals is None:
+        return {"kind": "error", "status": "elastic " + res.stats.get("highs_status", res.status)}
+    lam = np.clip(res.duals, -penalty, penalty)
+    const, coef = affine_cut(c1, A1, block.G, block.row_lo, block.row_hi, clo, chi, lam)
+    x = res.x[:n]
+    slack = float(np.abs(res.x[n:]).sum())
+    return {"kind": "optimality", "value": float(c1 @ res.x), "cost": float(block.c @ x), "slack": slack,
+            "x": x, "const": const, "coef": coef, "basis": _basis_to_arrays(res.stats.get("basis")),
+            "simplex_iterations": res.stats.get("simplex_iterations", 0),
+            "time_s": time.perf_counter() - t0}
+
+
+def solve_block(block: Block, y: np.ndarray, penalty: float | None = None, basis=None) -> dict:
+    """Subproblem (84) of ``block`` at ``y``: its value and a cut.
+
+    ``penalty`` U: the elastic (complete-recourse) subproblem, always an optimality cut; its
+    ``value`` is the elastic value, ``slack`` the total slack (0: ``value`` is the block's value).
+    ``None``: the block as given, with a feasibility cut from the normalised Farkas LP when it is
+    infeasible. ``basis``: the arrays of an earlier answer's ``basis`` for the same block and mode
+    (a warm start). Module-level so any Executor (process pool, Dask) can run it.
     """
+    if penalty is not None:
+        return _solve_elastic(block, y, penalty, basis)
     shift = block.G @ y
     lo, hi = block.row_lo - shift, block.row_hi - shift
     t0 = time.perf_counter()
@@ -180,7 +256,8 @@ def solve_block(block: Block, y: np.ndarray) -> dict:
     col_lo1 = np.concatenate([block.col_lo, np.zeros(2 * m)])
     col_hi1 = np.concatenate([block.col_hi, np.full(2 * m, np.inf)])
     opt = block.options
-    res = solve_lp(block.c, block.A, lo, hi, block.col_lo, block.col_hi, options=opt)
+    res = solve_lp(block.c, block.A, lo, hi, block.col_lo, block.col_hi, options=opt,
+                   warm_start=_basis_from_arrays(basis, n, m))
     if res.status not in ("optimal", "infeasible"):  # numerical trouble: retry with IPM
         res = solve_lp(block.c, block.A, lo, hi, block.col_lo, block.col_hi, method="ipm", options=opt)
     lam = res.duals
@@ -194,8 +271,9 @@ def solve_block(block: Block, y: np.ndarray) -> dict:
     if res.status == "optimal":
         const, coef = affine_cut(block.c, block.A, block.G, block.row_lo, block.row_hi,
                                  block.col_lo, block.col_hi, lam)
-        return {"kind": "optimality", "value": float(block.c @ res.x), "x": res.x,
-                "const": const, "coef": coef, "time_s": time.perf_counter() - t0}
+        return {"kind": "optimality", "value": float(block.c @ res.x), "x": res.x, "slack": 0.0,
+                "const": const, "coef": coef, "basis": _basis_to_arrays(res.stats.get("basis")),
+                "time_s": time.perf_counter() - t0}
     if res.status != "infeasible":
         return {"kind": "error", "status": res.stats.get("highs_status", res.status)}
     # normalised Farkas LP: elastic rows A x + s⁺ − s⁻, cost Σ s; multipliers in [−1, 1]
@@ -206,7 +284,7 @@ def solve_block(block: Block, y: np.ndarray) -> dict:
     const, coef = affine_cut(np.zeros(n), block.A, block.G, block.row_lo, block.row_hi,
                              block.col_lo, block.col_hi, lam)
     return {"kind": "feasibility", "value": float(r1.objective), "const": const, "coef": coef,
-            "time_s": time.perf_counter() - t0}
+            "basis": None, "time_s": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------------------------------- master
@@ -265,16 +343,17 @@ class _Master:
 # ---------------------------------------------------------------------------------------- driver
 
 
-def _map(executor, blocks, y):
-    return map_blocks(executor, solve_block, blocks, y)
+def map_tasks(executor, fn, tasks) -> list:
+    """``[fn(*t) for t in tasks]`` on ``executor`` (an Executor, or ``"serial"``), in order."""
+    if executor == "serial":
+        return [fn(*t) for t in tasks]
+    futures = [executor.submit(fn, *t) for t in tasks]
+    return [f.result() for f in futures]
 
 
 def map_blocks(executor, fn, blocks, *args) -> list:
     """``[fn(b, *args) for b in blocks]`` on ``executor`` (an Executor, or ``"serial"``)."""
-    if executor == "serial":
-        return [fn(b, *args) for b in blocks]
-    futures = [executor.submit(fn, b, *args) for b in blocks]
-    return [f.result() for f in futures]
+    return map_tasks(executor, fn, [(b, *args) for b in blocks])
 
 
 def solve_block_alone(block: Block) -> float | None:
@@ -295,9 +374,16 @@ def make_executor(executor, n_tasks: int):
     return executor, False
 
 
+RECOURSE = ("elastic", "farkas")
+#: above this elastic penalty factor the driver falls back to Farkas cuts (to prove infeasibility)
+MAX_PENALTY = 1e6
+
+
 def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.01,
                   rel_tol: float = 1e-6, max_iter: int = 100, time_limit: float | None = None,
-                  opt_tol: float = 1e-9, stabilise: float = 0.5) -> Result:
+                  opt_tol: float = 1e-9, stabilise: float = 0.5, recourse: str = "elastic",
+                  penalty: float = 10.0, slack_tol: float = 1e-9, verbose: bool = False,
+                  name: str = "Benders") -> Result:
     """Run Benders' decomposition on ``problem``; return a :class:`Result` with the trace.
 
     Args:
@@ -308,25 +394,49 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
         max_iter, time_limit: iteration cap (the authors' code: 100) and wall-clock seconds.
         opt_tol: an optimality cut is added when w̄_m < v_m − opt_tol·(1 + |v_m|).
         stabilise: in-out stabilisation (Ben-Ameur & Neto 2007): cuts are first separated at
-            (1 − s)·ȳ + s·y_best (y_best: the best feasible point so far), and at ȳ only if those
-            cuts do not cut ȳ off; 0 = plain Kelley/Benders. Every cut is valid either way.
+            (1 − s)·ȳ + s·ŷ (ŷ: the best point so far — of the elastic problem with
+            ``recourse="elastic"``), and at ȳ only if those cuts do not cut ȳ off; 0 = plain Kelley.
+        recourse: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (feasibility cuts);
+            see the module docstring.
+        penalty: initial elastic penalty per unit slack, times max(1, max|c_m|) of each block.
+        slack_tol: total slack of a point below which it counts as feasible (elastic recourse).
+        verbose: log a line per iteration (LB, UB, gap) via :class:`lpmech.progress.Progress`.
 
     ``Result.x`` = [y, x_1, …, x_M] of the best feasible point; ``optimality`` has UB as objective
     and LB as bound; ``stats`` holds ``lower_bound``, ``upper_bound``, ``iterations``, ``trace``
-    (per iteration: LB, UB, feasibility and optimality cuts, seconds), ``block_values``.
+    (per iteration: LB, UB, gap, cuts, penalty, seconds), ``block_values``, ``max_iter``.
     """
+    from ..progress import Progress
+
     if int(max_iter) < 1:
         raise InputError(f"max_iter must be at least 1, got {max_iter}")
     if not (abs_tol >= 0 and rel_tol >= 0):
         raise InputError("abs_tol and rel_tol must be non-negative")
+    if recourse not in RECOURSE:
+        raise InputError(f"recourse must be one of {RECOURSE}, got {recourse!r}")
+    if not (penalty > 0 and math.isfinite(penalty)):
+        raise InputError(f"penalty must be a positive number, got {penalty!r}")
+    if not 0 <= stabilise < 1:
+        raise InputError(f"stabilise must lie in [0, 1), got {stabilise!r}")
     time_limit = check_time_limit(time_limit)
     executor, owned = make_executor(executor, len(problem.blocks))
+    elastic = recourse == "elastic"
+    scale = np.array([max(1.0, float(np.abs(b.c).max(initial=0.0))) for b in problem.blocks])
+    factor = float(penalty)
     t0 = time.perf_counter()
     master = _Master(problem)
-    lb, ub = -math.inf, math.inf
-    best = None
+    M = len(problem.blocks)
+    bases: list = [None] * M
+    lb, ub, pen_best = -math.inf, math.inf, math.inf
+    best, center = None, None
     trace: list[dict] = []
-    status = "time_limit"
+    status = "iteration_limit"
+    n_raise = 0
+
+    def closed(hi, lo):
+        return math.isfinite(hi) and (hi - lo <= abs_tol or hi - lo <= rel_tol * abs(hi))
+
+    prog = Progress(name, verbose=verbose, unit="iteration", logger=log)
     try:
         for it in range(1, int(max_iter) + 1):
             mstatus, mobj, ybar, wbar = master.solve()
@@ -337,20 +447,25 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                                           "subproblems (the whole LP is infeasible)", result=res)
                 raise SolverError(f"Benders master ended with status {mstatus!r}")
             lb = max(lb, mobj)
-            seeding = best is None
-            if seeding:  # no incumbent yet: ȳ and the bounds' corner nearest 0 (a cheap incumbent)
-                points = [ybar, np.clip(np.zeros(problem.n_y), problem.y_lo, problem.y_hi)]
-            elif stabilise <= 0:
+            U = factor * scale if elastic else [None] * M
+            if center is None or stabilise <= 0:
                 points = [ybar]
+                if not elastic and best is None:  # no incumbent: also try the bounds' corner nearest 0
+                    points.append(np.clip(np.zeros(problem.n_y), problem.y_lo, problem.y_hi))
             else:
-                points = [(1 - stabilise) * ybar + stabilise * best[0], ybar]
+                points = [(1 - stabilise) * ybar + stabilise * center, ybar]
             n_feas = n_opt = 0
+            pen_at_bar = None
             for y_eval in points:
-                outs = _map(executor, problem.blocks, y_eval)
-                feasible, total, cut_off = True, float(problem.alpha @ y_eval), False
+                outs = map_tasks(executor, solve_block,
+                                 [(b, y_eval, U[m], bases[m]) for m, b in enumerate(problem.blocks)])
+                feasible, total, pen, cut_off = True, float(problem.alpha @ y_eval), \
+                    float(problem.alpha @ y_eval), False
                 for m, out in enumerate(outs):
                     if out["kind"] == "error":
                         raise SolverError(f"Benders block {m}: subproblem ended with {out['status']!r}")
+                    if out.get("basis") is not None:
+                        bases[m] = out["basis"]
                     at_bar = out["const"] + float(out["coef"] @ ybar)
                     if out["kind"] == "feasibility":
                         feasible = False
@@ -358,40 +473,59 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                         n_feas += 1
                         cut_off |= at_bar > 1e-9
                         continue
-                    total += out["value"]
+                    pen += out["value"]
+                    total += out.get("cost", out["value"])
+                    feasible &= out["slack"] <= slack_tol
                     if wbar[m] < at_bar - opt_tol * (1.0 + abs(at_bar)) or \
                             wbar[m] < out["value"] - opt_tol * (1.0 + abs(out["value"])):
                         master.add_cut(out["coef"], m, out["const"])
                         n_opt += 1
                         cut_off |= wbar[m] < at_bar - opt_tol * (1.0 + abs(at_bar))
+                if y_eval is ybar:
+                    pen_at_bar = pen if n_feas == 0 else None
+                if n_feas == 0 and pen < pen_best:
+                    pen_best, center = pen, y_eval.copy()
                 if feasible and total < ub:
                     ub = total
                     best = (y_eval.copy(), [o["x"] for o in outs], [o["value"] for o in outs])
-                if cut_off and not seeding:
+                if cut_off and len(points) == 2 and y_eval is not ybar and center is not None:
                     break
-                if seeding and feasible and (ub - lb <= abs_tol or ub - lb <= rel_tol * abs(ub)):
-                    break  # ȳ already closes the gap: no need for the seed point
-            feasible = n_feas == 0
             gap = ub - lb
             trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": gap,
                           "feasibility_cuts": n_feas, "optimality_cuts": n_opt,
+                          "penalty": factor if elastic else None,
+                          "recourse": "elastic" if elastic else "farkas",
                           "time_s": time.perf_counter() - t0})
-            log.info("Benders iteration %d: LB %.9g  UB %.9g  gap %.3g  (%d feasibility, %d "
-                     "optimality cuts)", it, lb, ub, gap, n_feas, n_opt)
-            if math.isfinite(ub) and (gap <= abs_tol or gap <= rel_tol * abs(ub)
-                                      or (feasible and n_feas + n_opt == 0)):
+            prog.update(lower=lb, upper=ub, gap=gap, cuts=n_feas + n_opt)
+            if closed(ub, lb):
                 status = "optimal"
                 break
+            if elastic and (closed(pen_best, lb) or (pen_at_bar is not None and n_opt == 0)):
+                # the elastic problem is solved but its minimiser still uses slack: U is below the
+                # exact-penalty threshold; raise it (cuts made with a smaller U stay valid)
+                factor *= 10.0
+                n_raise += 1
+                pen_best, center = math.inf, None
+                if factor > MAX_PENALTY:  # no finite penalty removes the slack: likely infeasible;
+                    elastic = False  # Farkas cuts prove it (the master becomes infeasible)
+                    prog.note("elastic penalty above %g: switching to feasibility cuts", MAX_PENALTY)
+                else:
+                    prog.note("elastic penalty raised to %g (slack at the elastic optimum)", factor)
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                status = "time_limit"
                 break
     finally:
+        prog.close()
         if owned:
             executor.shutdown()
     elapsed = time.perf_counter() - t0
-    stats = {"solver": "benders", "iterations": len(trace), "lower_bound": lb, "upper_bound": ub,
-             "cuts": master.n_cuts, "trace": trace, "time_s": elapsed,
+    stats = {"solver": "benders", "recourse": recourse, "iterations": len(trace), "lower_bound": lb,
+             "upper_bound": ub, "cuts": master.n_cuts, "trace": trace, "time_s": elapsed,
              "executor": "serial" if executor == "serial" else type(executor).__name__,
-             "abs_tol": abs_tol, "rel_tol": rel_tol, "max_iter": int(max_iter)}
+             "abs_tol": abs_tol, "rel_tol": rel_tol, "max_iter": int(max_iter),
+             "penalty_final": factor if elastic else None, "penalty_raises": n_raise}
+    if time_limit is not None:
+        stats["time_limit"] = time_limit
     if best is None:
         return Result(status=status, stats=stats)
     y, xs, values = best
@@ -401,5 +535,5 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
     return res
 
 
-__all__ = ["BendersProblem", "Block", "affine_cut", "make_executor", "map_blocks", "solve_benders",
-           "solve_block", "solve_block_alone", "solve_monolithic"]
+__all__ = ["RECOURSE", "BendersProblem", "Block", "affine_cut", "make_executor", "map_blocks", "map_tasks",
+           "solve_benders", "solve_block", "solve_block_alone", "solve_monolithic"]
