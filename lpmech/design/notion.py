@@ -14,8 +14,9 @@ intersection: ``a & b`` has the rows of both and certifies each.
 A notion gives:
 
 * :meth:`Notion.rows` — its rows (a sparse m×K matrix A, A v ≤ 0), used whole by the full LP;
-* :meth:`Notion.initial_rows` / :meth:`Notion.separate` — a subset to start from and a separation
-  oracle, used by lazy solves (the defaults check :meth:`rows` and suit small m);
+* :meth:`Notion.initial_rows` / :meth:`Notion.separate` — a subset to start from (per output k) and
+  a separation oracle, used by lazy solves (the defaults check :meth:`rows` and suit small m);
+  :meth:`Notion.separator` wraps them into a stateful oracle for one pricing LP;
 * :meth:`Notion.certify` — its certificate of a finished matrix (realised parameter, worst violation).
 """
 
@@ -68,8 +69,8 @@ class Notion:
         """Indices i with z_ik = 0 forced in column k (default: none)."""
         return None
 
-    def initial_rows(self) -> sp.csr_matrix:
-        """The rows a lazy solve starts from (default: all of them)."""
+    def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
+        """The rows a lazy solve of output ``k`` starts from (default: all of them)."""
         return self.rows()
 
     def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
@@ -82,6 +83,30 @@ class Notion:
         AV = A @ V
         return [A[np.nonzero(AV[:, c] > tol)[0]] for c in range(V.shape[1])]
 
+    def separator(self, k: int, start: sp.csr_matrix):
+        """A stateful oracle for the lazy LP of output ``k`` that starts with rows ``start``:
+        ``f(v) -> rows | None``, never a row already in that LP (the solver enforces those to its own
+        tolerance; finding them again would loop). The default wraps :meth:`separate` and drops
+        rows it has seen; notions with a faster way to skip present rows override it."""
+        seen: set[bytes] = set()
+
+        def key(A, r):
+            a, b = A.indptr[r], A.indptr[r + 1]
+            return A.indices[a:b].tobytes() + np.round(A.data[a:b], 15).tobytes()
+
+        start = sp.csr_matrix(start)
+        seen.update(key(start, r) for r in range(start.shape[0]))
+
+        def separate(v):
+            A = sp.csr_matrix(self.separate(np.asarray(v, float)[:, None])[0])
+            new = [r for r in range(A.shape[0]) if key(A, r) not in seen]
+            if not new:
+                return None
+            seen.update(key(A, r) for r in new)
+            return A[new]
+
+        return separate
+
     # -- certificate ------------------------------------------------------------------------------
     def certify(self, Z: np.ndarray) -> NotionCertificate:
         """The certificate of the (row-stochastic) matrix ``Z`` under this notion."""
@@ -90,6 +115,14 @@ class Notion:
     # -- composition ------------------------------------------------------------------------------
     def __and__(self, other: Notion) -> Intersection:
         return Intersection([self, other])
+
+
+def start_rows(notion: Notion, k: int | None = None) -> sp.csr_matrix:
+    """``notion.initial_rows(k)``, also for notions whose ``initial_rows`` takes no output."""
+    try:
+        return sp.csr_matrix(notion.initial_rows(k), dtype=float)
+    except TypeError:
+        return sp.csr_matrix(notion.initial_rows(), dtype=float)
 
 
 class Intersection(Notion):
@@ -117,12 +150,21 @@ class Intersection(Notion):
         zs = [z for z in (p.zeros(k) for p in self.parts) if z is not None]
         return np.unique(np.concatenate(zs)) if zs else None
 
-    def initial_rows(self) -> sp.csr_matrix:
-        return sp.vstack([p.initial_rows() for p in self.parts], format="csr")
+    def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
+        return sp.vstack([start_rows(p, k) for p in self.parts], format="csr")
 
     def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
         per_part = [p.separate(V, tol) for p in self.parts]
         return [sp.vstack([rows[c] for rows in per_part], format="csr") for c in range(V.shape[1])]
+
+    def separator(self, k: int, start: sp.csr_matrix):
+        fs = [p.separator(k, start_rows(p, k)) for p in self.parts]
+
+        def separate(v):
+            got = [A for A in (f(v) for f in fs) if A is not None and A.shape[0]]
+            return sp.vstack(got, format="csr") if got else None
+
+        return separate
 
     def certify(self, Z: np.ndarray) -> NotionCertificate:
         """The first certificate that fails, else the first one (all are in :meth:`certificates`)."""

@@ -1,0 +1,736 @@
+"""Dantzig–Wolfe decomposition by output column over any :class:`~lpmech.design.notion.Notion`.
+
+The problem (Z is K×n, the notion's cone C_k for column k, C the K×n cost matrix)::
+
+    min Σ_ik C_ik z_ik   s.t.  Σ_k z_ik = 1 (i < K),   lo_r ≤ Σ_ik A_r[i,k] z_ik ≤ hi_r (extra rows),
+                               z_·k ∈ C_k ∩ [0, 1]^K  (z ≤ 1 is implied by the unit rows)
+
+The master LP has the unit rows and the extra rows and one column per generated pair (k, v),
+v ∈ C_k ∩ [0, 1]^K. With row multipliers y = (μ, y_r) of valid sign, pricing output k is the LP
+
+    min_v  w_k·v,   w_k = C_·k − μ − Σ_r y_r A_r[·, k],   v ∈ C_k ∩ [0, 1]^K (zeros(k) fixed to 0),
+
+solved with the notion's rows added lazily (:meth:`Notion.initial_rows`, :meth:`Notion.separator`)
+and kept warm across rounds; a notion with ``repair(Z)`` (the smallest raise into its cone) has
+each priced column repaired, so the master mixes columns exactly in the cone. Whatever y, the Lagrangian
+
+    L(y) = Σ_i μ_i + Σ_r (y_r lo_r if y_r > 0 else y_r hi_r) + Σ_k min_v w_k·v
+
+is a lower bound on the optimum, and each pricing LP's own Lagrangian bound Σ_i min(0, ρ_i)·ub_i
+(ρ = w − Aᵀy_rows its reduced costs) bounds its min from below, so the bound reported is valid
+whatever the solver tolerances. The reduced costs of the last solve, shifted by the change of w,
+still bound the next min: an output whose bound cannot go below the threshold is not priced.
+
+Termination (each is a proof, none a heuristic): the gap upper − lower is under ``tol``·|upper| or
+under the absolute floor ``abs_tol``; or, at the master's own duals, no output has a column of
+reduced cost below −threshold that is not already in the master (columns are deduplicated, so a
+column the master already holds is never "found" again). A round cap gives ``iteration_limit``;
+a user time limit ``time_limit``. Stabilisation: Wentges smoothing towards the multipliers of the
+best bound; a smoothed round that finds no improving column prices at the master's duals next.
+
+Feasibility: the master starts with artificial columns; when the starting columns do not make it
+feasible (extra rows, or zeros(k) that rule out the starting columns), a phase 1 minimises the
+artificials with the same pricing, and proves infeasibility by a positive Lagrangian bound.
+
+Pricing backends (one interface: ``price(outputs, W, deadline)``, ``n_rows()``, ``close()``): in
+this process, a stateful pool of forked worker processes, or stateful Dask actors when
+``executor`` is a ``distributed.Client`` (each output always priced by the same worker, warm).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputError, SolverError
+from ..progress import Progress
+from ..solvers.cutting_planes import LazyLP
+from ..solvers.highs import _STATUS, new_highs
+from ..solvers.result import Result, check_time_limit
+from .notion import Notion, start_rows
+
+log = logging.getLogger(__name__)
+
+#: from this many outputs up, pricing runs in worker processes by default
+PARALLEL_MIN_K = 100
+#: HiGHS options of the pricing LPs (objective scaled to max |w| = 1): tight dual feasibility makes
+#: their Lagrangian bounds tight when the optimum is small against the largest cost
+PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-9}
+
+
+# ------------------------------------------------------------------------------ pricing
+
+
+class PricingLP:
+    """The pricing LP of one output k: min w·v over v ∈ C_k ∩ [0, ub] with lazy rows A v ≤ 0."""
+
+    def __init__(self, notion: Notion, k: int):
+        K = notion.K
+        start = start_rows(notion, k)
+        self.ub = np.ones(K)
+        zeros = notion.zeros(k)
+        if zeros is not None:
+            self.ub[np.asarray(zeros, dtype=np.int64)] = 0.0
+        oracle = notion.separator(k, start)
+        self.repair = getattr(notion, "repair", None)
+        self.zero_mask = self.ub == 0
+
+        def separate(v):
+            A = oracle(v)
+            if A is None or A.shape[0] == 0:
+                return None
+            return A, np.full(A.shape[0], -np.inf), np.zeros(A.shape[0])
+
+        m = start.shape[0]
+        self.lp = LazyLP(np.zeros(K), np.zeros(K), self.ub, separate,
+                         A=start if m else None, row_lo=np.full(m, -np.inf), row_hi=np.zeros(m),
+                         options=PRICING_OPTIONS)
+
+    def price(self, w: np.ndarray):
+        """``(v, value, rho)``: the optimum v, w·v, and reduced costs ρ = w − Aᵀy (y ≤ 0).
+
+        The LP is solved with w scaled to max |w| = 1 (solver tolerances are absolute) and the
+        results scaled back.
+        """
+        scale = float(np.abs(w).max())
+        if scale == 0.0:
+            return np.zeros_like(w), 0.0, np.zeros_like(w)
+        self.lp.set_cost(w / scale)
+        out = self.lp.solve()
+        if out.status != "optimal":
+            raise SolverError(f"pricing LP ended with status {out.status!r} after {out.rounds} "
+                              "rounds of row generation")
+        A = self.lp.matrix()[0]
+        y = np.minimum(out.duals, 0.0)  # rows A v ≤ 0: multipliers ≤ 0 are valid
+        v = np.clip(out.x, 0.0, self.ub)
+        if self.repair is not None:  # solver noise off: a column exactly in the cone
+            fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
+            if not fixed[self.zero_mask].any():
+                v = np.clip(fixed, 0.0, 1.0)
+        return v, float(w @ v), w - scale * (A.T @ y)
+
+
+def lagrangian(rho: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """Σ_i min(0, ρ_i)·ub_i (per column): the Lagrangian bound of a pricing LP with rows A v ≤ 0
+    and variables in [0, ub], valid for any row multipliers y ≤ 0."""
+    with np.errstate(invalid="ignore"):  # −inf (never priced) · 0 (a forced zero) counts as 0
+        return np.where(ub > 0, np.minimum(rho, 0.0) * ub, 0.0).sum(axis=0)
+
+
+def _build(notion, outputs) -> dict[int, PricingLP]:
+    return {int(k): PricingLP(notion, int(k)) for k in outputs}
+
+
+def _price_all(lps: dict, outputs, W: np.ndarray, deadline: float | None) -> list | None:
+    """Price ``outputs`` (columns of ``W``): [(k, v, value, rho)], or None past the deadline."""
+    out = []
+    for col, k in enumerate(outputs):
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
+        out.append((int(k), *lps[int(k)].price(W[:, col])))
+    return out
+
+
+class LocalPricer:
+    """The pricing LPs of all outputs in this process."""
+
+    workers = 1
+    backend = "local"
+
+    def __init__(self, notion: Notion, n: int):
+        self.lps = _build(notion, range(n))
+
+    def price(self, outputs, W, deadline):
+        outputs = np.asarray(outputs, dtype=np.int64)
+        return _price_all(self.lps, outputs.tolist(), W[:, outputs], deadline)
+
+    def n_rows(self) -> int:
+        return sum(lp.lp.n_rows for lp in self.lps.values())
+
+    def close(self) -> None:
+        pass
+
+
+def _worker(conn, notion, outputs) -> None:  # pragma: no cover - runs in a child process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        lps = _build(notion, outputs)
+        conn.send("ready")
+        while (msg := conn.recv()) is not None:
+            if msg == "rows":
+                conn.send(sum(lp.lp.n_rows for lp in lps.values()))
+                continue
+            ks, W = msg
+            try:
+                conn.send(_price_all(lps, ks, W, None))
+            except Exception as exc:  # report, do not hang the parent
+                conn.send(exc)
+    except (EOFError, OSError, KeyboardInterrupt):
+        pass
+
+
+class ProcessPricer:
+    """The pricing LPs split over forked worker processes, each keeping its LPs warm.
+
+    A stateful pool (not a ``concurrent.futures`` executor): an output always goes to the same
+    worker, whose LP restarts from its own basis and rows. Workers ignore SIGINT; the parent
+    stops them in :meth:`close` (also on Ctrl-C), so an interrupt prints no worker traceback.
+    """
+
+    backend = "process"
+
+    def __init__(self, notion: Notion, n: int, workers: int):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self.workers = workers
+        self.owner = np.arange(n) % workers
+        self.conns, self.procs = [], []
+        try:
+            for w in range(workers):
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=_worker, daemon=True,
+                                   args=(child, notion, np.nonzero(self.owner == w)[0].tolist()))
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
+            for conn in self.conns:
+                if conn.recv() != "ready":
+                    raise SolverError("a pricing worker failed to start")
+        except BaseException:
+            self.close()
+            raise
+
+    def price(self, outputs, W, deadline):
+        outputs = np.asarray(outputs, dtype=np.int64)
+        parts = [outputs[self.owner[outputs] == w] for w in range(self.workers)]
+        for conn, ks in zip(self.conns, parts):
+            conn.send((ks.tolist(), W[:, ks]))
+        out, err = [], None
+        for conn in self.conns:
+            try:
+                got = conn.recv()
+            except EOFError:
+                raise SolverError("a pricing worker died") from None
+            if isinstance(got, Exception):
+                err = got
+            else:
+                out.extend(got)
+        if err is not None:
+            raise err
+        return out
+
+    def n_rows(self) -> int:
+        for conn in self.conns:
+            conn.send("rows")
+        return sum(conn.recv() for conn in self.conns)
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc in self.procs:
+            proc.join(timeout=2)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in self.conns:
+            conn.close()
+        self.conns, self.procs = [], []
+
+
+class PricingActor:
+    """A Dask actor holding the warm pricing LPs of some outputs (``client.submit(..., actor=True)``)."""
+
+    def __init__(self, notion: Notion, outputs):
+        self.lps = _build(notion, outputs)
+
+    def price(self, ks, W):
+        return _price_all(self.lps, ks, W, None)
+
+    def n_rows(self) -> int:
+        return sum(lp.lp.n_rows for lp in self.lps.values())
+
+
+class DaskPricer:
+    """The pricing LPs on stateful Dask actors, one per worker (round-robin outputs)."""
+
+    backend = "dask"
+
+    def __init__(self, client, notion: Notion, n: int, workers: int | None):
+        addrs = list(client.scheduler_info()["workers"])
+        if not addrs:
+            raise InputError("the Dask client has no workers")
+        self.workers = min(workers or len(addrs), n)
+        self.owner = np.arange(n) % self.workers
+        futs = [client.submit(PricingActor, notion, np.nonzero(self.owner == w)[0].tolist(),
+                              actor=True, workers=[addrs[w % len(addrs)]], pure=False)
+                for w in range(self.workers)]
+        self.futures = futs
+        self.actors = [f.result() for f in futs]
+
+    def price(self, outputs, W, deadline):
+        outputs = np.asarray(outputs, dtype=np.int64)
+        parts = [outputs[self.owner[outputs] == w] for w in range(self.workers)]
+        calls = [a.price(ks.tolist(), W[:, ks]) for a, ks in zip(self.actors, parts) if ks.size]
+        out = []
+        for c in calls:
+            out.extend(c.result())
+        return out
+
+    def n_rows(self) -> int:
+        return sum(c.result() for c in [a.n_rows() for a in self.actors])
+
+    def close(self) -> None:
+        for f in self.futures:
+            f.release()
+        self.actors, self.futures = [], []
+
+
+def _is_dask_client(executor) -> bool:
+    return type(executor).__module__.split(".")[0] == "distributed" and hasattr(executor, "submit")
+
+
+def make_pricer(notion: Notion, n: int, *, executor=None, workers: int | None = None):
+    """The pricing backend: a ``distributed.Client`` gives Dask actors; ``"process"`` (or
+    ``workers`` > 1) forked workers; ``"local"`` (or one worker) this process."""
+    if executor is not None and _is_dask_client(executor):
+        return DaskPricer(executor, notion, n, workers)
+    if executor not in (None, "local", "process"):
+        raise InputError(f"executor must be None, 'local', 'process' or a distributed.Client, "
+                         f"got {executor!r}")
+    if workers is None:
+        workers = (min(2, os.cpu_count() or 1) if n >= PARALLEL_MIN_K else 1) \
+            if executor != "process" else min(2, os.cpu_count() or 1)
+    if executor == "local":
+        workers = 1
+    workers = max(1, min(int(workers), n))
+    return ProcessPricer(notion, n, workers) if workers > 1 else LocalPricer(notion, n)
+
+
+# ------------------------------------------------------------------------------ master
+
+
+class Master:
+    """The restricted master LP: unit rows, extra rows, artificials, one column per (k, v).
+
+    Primal simplex by default: added columns keep its basis primal feasible.
+    """
+
+    def __init__(self, C: np.ndarray, extra, algorithm: str = "simplex", options: dict | None = None):
+        import highspy
+
+        self.C = C
+        K, n = C.shape
+        self.K, self.n = K, n
+        self.A = [np.asarray(a, float) for a, _, _ in extra]
+        self.lo = np.concatenate([np.ones(K), [float(lo) for _, lo, _ in extra]])
+        self.hi = np.concatenate([np.ones(K), [float(hi) for _, _, hi in extra]])
+        m = K + len(extra)
+        self.m = m
+        opts = {"simplex_strategy": 4, "dual_feasibility_tolerance": 1e-10} if options is None else options
+        self.h = new_highs(algorithm, options=opts)
+        inf = highspy.kHighsInf
+        self.h.addRows(m, np.clip(self.lo, -inf, inf), np.clip(self.hi, -inf, inf), 0,
+                       np.zeros(m, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        # artificials: +e_r for every row with lo > -inf, −e_r for extra rows with hi < inf
+        self.art_sign = []
+        for r in range(m):
+            for s in (1.0, -1.0):
+                if (s > 0 and self.lo[r] > -math.inf) or (s < 0 and r >= K and self.hi[r] < math.inf):
+                    self.h.addCol(1.0, 0.0, inf, 1, np.array([r], np.int32), np.array([s]))
+                    self.art_sign.append((r, s))
+        self.n_art = len(self.art_sign)
+        self.ks: list[int] = []
+        self.vs: list[np.ndarray] = []
+        self.keys: list[bytes] = []
+        self.costs: list[float] = []
+        self.known: set[bytes] = set()
+        self.last_basic: list[int] = []
+        self.phase = 1
+        self.run_s = 0.0
+        self.runs = 0
+
+    @staticmethod
+    def key(k: int, v: np.ndarray) -> bytes:
+        return int(k).to_bytes(4, "little") + np.ascontiguousarray(v, float).tobytes()
+
+    def has(self, k: int, v: np.ndarray) -> bool:
+        return self.key(k, v) in self.known
+
+    def add(self, k: int, v: np.ndarray, born: int = 0) -> bool:
+        """Add column (k, v) unless the master holds it already; True when added."""
+        key = self.key(k, v)
+        if key in self.known:
+            return False
+        idx = np.nonzero(v > 0)[0].astype(np.int32)
+        vals = v[idx]
+        if self.A:
+            extra = np.array([a[:, k] @ v for a in self.A])
+            nz = np.nonzero(extra)[0]
+            idx = np.concatenate([idx, (self.K + nz).astype(np.int32)])
+            vals = np.concatenate([vals, extra[nz]])
+        cost = float(self.C[:, k] @ v)
+        self.h.addCol(cost if self.phase == 2 else 0.0, 0.0, math.inf, idx.size, idx, vals)
+        self.ks.append(int(k))
+        self.vs.append(v)
+        self.keys.append(key)
+        self.costs.append(cost)
+        self.known.add(key)
+        self.last_basic.append(born)
+        return True
+
+    def start_phase_2(self) -> None:
+        """Fix the artificials at 0 and give the columns their costs."""
+        na = self.n_art
+        self.h.changeColsBounds(na, np.arange(na, dtype=np.int32), np.zeros(na), np.zeros(na))
+        self.h.changeColsCost(na, np.arange(na, dtype=np.int32), np.zeros(na))
+        nc = len(self.costs)
+        if nc:
+            self.h.changeColsCost(nc, np.arange(na, na + nc, dtype=np.int32), np.array(self.costs))
+        self.phase = 2
+
+    def rescale(self, f: float) -> None:
+        """Divide every cost by ``f`` (the optimum near 0 against the largest cost: solver
+        tolerances are absolute)."""
+        self.C = self.C / f
+        self.costs = [c / f for c in self.costs]
+        nc, na = len(self.costs), self.n_art
+        if self.phase == 2 and nc:
+            self.h.changeColsCost(nc, np.arange(na, na + nc, dtype=np.int32), np.array(self.costs))
+
+    def run(self) -> tuple[np.ndarray, float]:
+        """Solve; return the row duals y (sign-valid) and the objective."""
+        ts = time.perf_counter()
+        self.h.run()
+        status = _STATUS.get(self.h.getModelStatus(), "error")
+        if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry cold
+            self.h.clearSolver()
+            self.h.run()
+            status = _STATUS.get(self.h.getModelStatus(), "error")
+        self.run_s += time.perf_counter() - ts
+        self.runs += 1
+        if status != "optimal":
+            raise SolverError(f"decomposition master LP ended with status {status!r}")
+        y = np.array(self.h.getSolution().row_dual)
+        return self.valid(y), float(self.h.getInfo().objective_function_value)
+
+    def valid(self, y: np.ndarray) -> np.ndarray:
+        """Multipliers of valid sign: ≥ 0 on rows with no finite upper side, ≤ 0 with no lower."""
+        y = np.where(np.isinf(self.hi) & (y < 0), 0.0, y)
+        y = np.where(np.isinf(self.lo) & (y > 0), 0.0, y)
+        if self.phase == 1:  # the artificials' reduced costs 1 ∓ y must stay ≥ 0
+            y = np.clip(y, -1.0, 1.0)
+        return y
+
+    def rhs_term(self, y: np.ndarray) -> float:
+        """Σ_r (y_r lo_r if y_r > 0 else y_r hi_r)."""
+        pos, neg = y > 0, y < 0
+        return math.fsum(y[pos] * self.lo[pos]) + math.fsum(y[neg] * self.hi[neg])
+
+    def pricing_costs(self, y: np.ndarray) -> np.ndarray:
+        """W = C·[phase 2] − μ − Σ_r y_r A_r (K×n)."""
+        W = (self.C.copy() if self.phase == 2 else np.zeros_like(self.C)) - y[:self.K, None]
+        for a, yr in zip(self.A, y[self.K:]):
+            if yr:
+                W -= yr * a
+        return W
+
+    def artificial_sum(self) -> float:
+        return float(np.sum(self.h.getSolution().col_value[:self.n_art]))
+
+    def purge(self, rnd: int, age: int) -> None:
+        """Delete the columns not basic for ``age`` rounds (call before :meth:`run`: the basis stays
+        valid, and a deleted column is generated again if it prices out)."""
+        import highspy
+
+        status = self.h.getBasis().col_status[self.n_art:]
+        basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in status], dtype=bool)
+        last = np.asarray(self.last_basic)
+        if basic.size != last.size:
+            return
+        last[basic] = rnd
+        keep = last >= rnd - age
+        if not keep.all():
+            drop = (self.n_art + np.nonzero(~keep)[0]).astype(np.int32)
+            self.h.deleteCols(drop.size, drop)
+            for key, kept in zip(self.keys, keep):
+                if not kept:
+                    self.known.discard(key)
+            self.ks = [k for k, kept in zip(self.ks, keep) if kept]
+            self.vs = [v for v, kept in zip(self.vs, keep) if kept]
+            self.keys = [k for k, kept in zip(self.keys, keep) if kept]
+            self.costs = [c for c, kept in zip(self.costs, keep) if kept]
+        self.last_basic = last[keep].tolist()
+
+    def matrix(self) -> np.ndarray:
+        """Z = Σ λ_r v_r e_{k_r}ᵀ from the last solve (K×n)."""
+        lam = np.array(self.h.getSolution().col_value)[self.n_art:]
+        Z = np.zeros((self.K, self.n))
+        for k, v, weight in zip(self.ks, self.vs, lam):
+            if weight > 0:
+                Z[:, k] += weight * v
+        return Z
+
+
+# ------------------------------------------------------------------------------ the rounds
+
+
+def _check_inputs(notion, C, extra_rows, columns):
+    if not isinstance(notion, Notion):
+        raise InputError(f"decompose() needs a lpmech.design.Notion, got {type(notion).__name__}")
+    C = np.asarray(C, float)
+    if C.ndim != 2 or C.shape[0] != notion.K or not np.isfinite(C).all():
+        raise InputError(f"cost matrix must be finite with K = {notion.K} rows, got shape {C.shape}")
+    extra = []
+    for r, row in enumerate(extra_rows):
+        try:
+            A, lo, hi = row
+        except (TypeError, ValueError):
+            raise InputError(f"extra row {r} must be a triple (A, lo, hi)") from None
+        A = np.asarray(A.toarray() if sp.issparse(A) else A, float)
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+        if A.shape != C.shape or not np.isfinite(A).all() or math.isnan(lo) or math.isnan(hi) or lo > hi:
+            raise InputError(f"extra row {r}: A must be finite of shape {C.shape} and lo ≤ hi")
+        extra.append((A, lo, hi))
+    cols = []
+    for k, v in columns:
+        v = np.asarray(v, float)
+        if not (0 <= int(k) < C.shape[1]) or v.shape != (notion.K,):
+            raise InputError(f"starting column ({k!r}, v) must have 0 ≤ k < {C.shape[1]} and "
+                             f"{notion.K} entries")
+        cols.append((int(k), v))
+    return C, extra, cols
+
+
+def _admissible(notion: Notion, cols, tol: float = 1e-9):
+    """The starting columns that lie in their cone (within ``tol``) and respect zeros(k)."""
+    if not cols:
+        return []
+    V = np.column_stack([v for _, v in cols])
+    bad = np.zeros(len(cols), dtype=bool)
+    bad |= (V < -tol).any(axis=0) | (V > 1 + tol).any(axis=0)
+    for c, rows in enumerate(notion.separate(np.clip(V, 0, 1), tol)):
+        bad[c] |= rows.shape[0] > 0
+    for c, (k, v) in enumerate(cols):
+        z = notion.zeros(k)
+        if z is not None and np.any(v[np.asarray(z, dtype=np.int64)] != 0):
+            bad[c] = True
+    return [(k, np.clip(v, 0, 1)) for (k, v), b in zip(cols, bad) if not b]
+
+
+def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7,
+              abs_tol: float | None = None, executor=None, workers: int | None = None,
+              max_rounds: int = 5000, time_limit: float | None = None, verbose: bool = False,
+              stabilise: float = 0.5, purge_after: int = 5, check_columns: bool = True,
+              master_algorithm: str = "simplex", master_options: dict | None = None,
+              name: str = "decomposition") -> Result:
+    """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
+
+    Args:
+        notion: the rows of every output column (:class:`~lpmech.design.notion.Notion`).
+        C: K×n cost matrix (n outputs; C_ik = p_i L_ik for an expected loss).
+        extra_rows: master rows ``(A_r, lo, hi)``: lo ≤ Σ_ik A_r[i,k] z_ik ≤ hi (A_r K×n,
+            ``None``/±inf for a missing side).
+        columns: starting columns ``(k, v)`` (default: v = all ones for every k). Columns outside
+            their cone are dropped (unless ``check_columns=False``: the caller vouches for them).
+        tol, abs_tol: stop when upper − lower ≤ max(tol·|upper|, abs_tol); ``abs_tol`` defaults
+            to 0.1·tol·Σ_i max_k |C_ik|: a floor for optima near 0, against the loss scale; the
+            pricing LPs' absolute dual tolerance limits the relative gap when the optimum is tiny
+            against the largest cost (large ε).
+        executor: ``None``/``"local"``/``"process"`` or a ``distributed.Client`` (Dask actors).
+        workers: pricing workers (default: 2 processes on ≥ 2 cores from n ≥ 100 outputs).
+        max_rounds: round cap (status ``iteration_limit``); time_limit: seconds (``time_limit``).
+        stabilise: Wentges smoothing weight in [0, 1) (0: off).
+        purge_after: every this many rounds drop master columns not basic for as many (0: never).
+        verbose: a progress line per round (:class:`lpmech.progress.Progress`).
+
+    Returns an *uncertified* :class:`Result`: ``x`` the K×n matrix of the last master solve,
+    raveled; ``optimality`` (upper = master objective, bound = best Lagrangian bound) when the
+    status is ``optimal``; ``duals`` the master's row multipliers; ``stats`` rounds, times (the
+    master's share), columns, pricing rows, trace. Status ``infeasible`` comes with a proof (a
+    positive phase-1 Lagrangian bound).
+    """
+    prog = Progress(f"{name} K={getattr(notion, 'K', '?')}", verbose=verbose, unit="round",
+                    logger=log)
+    try:
+        return _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers,
+                          max_rounds, time_limit, stabilise, purge_after, check_columns,
+                          master_algorithm, master_options, prog)
+    finally:
+        prog.close()
+
+
+def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, max_rounds,
+               time_limit, stabilise, purge_after, check_columns, master_algorithm, master_options,
+               prog) -> Result:
+    t0 = time.perf_counter()
+    time_limit = check_time_limit(time_limit)
+    C, extra, cols = _check_inputs(notion, C, extra_rows, columns)
+    if not (0 <= stabilise < 1):
+        raise InputError(f"stabilise must lie in [0, 1), got {stabilise!r}")
+    if int(max_rounds) < 1:
+        raise InputError(f"max_rounds must be at least 1, got {max_rounds!r}")
+    K, n = C.shape
+    # internal scaling: costs with max |C| = 1 (solver tolerances are absolute)
+    cscale = float(np.abs(C).max()) or 1.0
+    Cs = C / cscale
+    worst = float(np.abs(Cs).max(axis=1).sum())
+    abs_floor = (0.1 * tol * worst) if abs_tol is None else float(abs_tol) / cscale
+    if not cols:
+        cols = [(k, np.ones(K)) for k in range(n)]
+    if check_columns:
+        cols = _admissible(notion, cols)
+    master = Master(Cs, extra, master_algorithm, master_options)
+    for k, v in cols:
+        master.add(k, v)
+    prog.note("master with %d starting columns; starting the pricing LPs", len(master.ks))
+    pricer = make_pricer(notion, n, executor=executor, workers=workers)
+    t_setup = time.perf_counter() - t0
+    HI = np.ones((K, n))
+    for k in range(n):
+        z = notion.zeros(k)
+        if z is not None:
+            HI[np.asarray(z, dtype=np.int64), k] = 0.0
+    st = _State(master, pricer, HI, tol, abs_floor, stabilise, purge_after, int(max_rounds),
+                None if time_limit is None else t0 + time_limit, prog)
+    try:
+        _, upper0 = master.run()
+        status = "optimal"
+        if upper0 > 1e-9 * max(1.0, K):
+            status = st.run(phase=1)
+        if status == "optimal":
+            master.start_phase_2()
+            _, upper = master.run()
+            if 0 < upper < 0.1:  # the optimum is small against the largest cost: rescale
+                f = max(upper, 1e-6)
+                master.rescale(f)
+                cscale *= f
+                abs_floor /= f
+            st.reset()
+            status = st.run(phase=2)
+        pricing_rows = pricer.n_rows()
+    finally:
+        pricer.close()
+    elapsed = time.perf_counter() - t0
+    stats = {"solver": "highs", "method": "decomposition", "rounds": len(st.trace),
+             "phase1_rounds": st.phase1_rounds, "columns": len(master.ks),
+             "pricing_rows": int(pricing_rows), "workers": pricer.workers, "backend": pricer.backend,
+             "setup_s": t_setup, "master_s": master.run_s, "pricing_s": st.pricing_s,
+             "master_share": master.run_s / elapsed if elapsed > 0 else 0.0, "priced": st.n_priced,
+             "max_rounds": int(max_rounds), "trace": st.trace, "time_s": elapsed}
+    res = Result(status=status, stats=stats, x=master.matrix().ravel(),
+                 duals=None if st.y is None else st.y * cscale)
+    if status == "optimal":
+        from ..certificate import OptimalityCertificate
+
+        res.optimality = OptimalityCertificate.from_values(st.upper * cscale, st.best_lower * cscale)
+        res.stats["stop"] = st.stop
+    elif status == "infeasible":
+        res.stats["phase1_bound"] = st.best_lower
+    return res
+
+
+class _State:
+    """The column-generation rounds of one solve (phase 1 and phase 2 share the pricing state)."""
+
+    def __init__(self, master, pricer, HI, tol, abs_floor, stabilise, purge_after, max_rounds,
+                 deadline, prog):
+        self.master, self.pricer, self.HI = master, pricer, HI
+        self.tol, self.abs_floor, self.stabilise = tol, abs_floor, stabilise
+        self.purge_after, self.max_rounds, self.deadline, self.prog = (purge_after, max_rounds,
+                                                                       deadline, prog)
+        self.trace: list[dict] = []
+        self.phase1_rounds = 0
+        self.pricing_s = 0.0
+        self.n_priced = 0
+        self.stop = ""
+        self.y = None
+        self.reset()
+
+    def reset(self) -> None:
+        K, n = self.HI.shape
+        self.RHO = np.full((K, n), -np.inf)  # reduced costs of each pricing LP's last solve
+        self.W_last = np.zeros((K, n))
+        self.best_lower, self.upper, self.center = -math.inf, math.inf, None
+
+    def run(self, phase: int) -> str:
+        m = self.master
+        smooth_next = True
+        while True:
+            rnd = len(self.trace) + 1
+            if rnd > self.max_rounds:
+                return "iteration_limit"
+            if self.purge_after and rnd % self.purge_after == 0:
+                m.purge(rnd, self.purge_after)
+            y_m, upper = m.run()
+            self.upper = upper
+            if phase == 1 and upper <= 1e-9:
+                self.phase1_rounds = len(self.trace)
+                return "optimal"
+            W_m = m.pricing_costs(y_m)
+            smoothed = smooth_next and self.center is not None and self.stabilise > 0
+            if smoothed:
+                y = self.stabilise * self.center + (1 - self.stabilise) * y_m
+                W = m.pricing_costs(y)
+            else:
+                y, W = y_m, W_m
+            self.y = y_m
+            floor = max(self.tol * abs(upper), self.abs_floor) if phase == 2 else 1e-10
+            thr = 0.1 * floor / W.shape[1]
+            bounds = lagrangian(self.RHO + (W - self.W_last), self.HI)
+            todo = np.nonzero(bounds < -thr)[0]
+            ts = time.perf_counter()
+            priced = self.pricer.price(todo, W, self.deadline)
+            self.pricing_s += time.perf_counter() - ts
+            added = 0
+            for k, v, _value, rho in priced or ():
+                self.RHO[:, k], self.W_last[:, k] = rho, W[:, k]
+                bounds[k] = lagrangian(rho, self.HI[:, k])
+                if W_m[:, k] @ v < -thr and m.add(k, v, rnd):
+                    added += 1
+            lower = -math.inf
+            if priced is not None:  # a complete pricing round: L(y) is a valid bound
+                self.n_priced += len(priced)
+                lower = m.rhs_term(y) + math.fsum(np.minimum(bounds, 0.0))
+                if lower > self.best_lower:
+                    self.best_lower, self.center = lower, y
+            gap_abs = upper - self.best_lower
+            gap = gap_abs / max(abs(upper), 1e-12)
+            elapsed = self.prog.elapsed
+            self.trace.append({"round": rnd, "phase": phase, "upper": upper, "lower": lower,
+                               "gap": gap, "added": added, "priced": 0 if priced is None else len(priced),
+                               "smoothed": smoothed, "columns": len(m.ks),
+                               "master_s": m.run_s, "time_s": elapsed})
+            self.prog.update(phase=phase, lower=self.best_lower, upper=upper, gap=gap, priced=len(todo),
+                             added=added)
+            if priced is None or (self.deadline is not None and time.perf_counter() > self.deadline):
+                return "time_limit"
+            if phase == 1 and self.best_lower > 1e-9:
+                return "infeasible"  # the phase-1 bound proves every mechanism violates some row
+            if phase == 2 and gap_abs <= floor:
+                self.stop = "gap"
+                return "optimal"
+            if added == 0 and not smoothed:  # no improving column at the master's duals: proved
+                if phase == 1:  # artificials remain and nothing prices out
+                    if upper <= 1e-7:
+                        self.phase1_rounds = len(self.trace)
+                        return "optimal"
+                    return "infeasible" if self.best_lower > 0 else "error"
+                self.stop = "no improving column"
+                return "optimal"
+            smooth_next = added > 0  # a smoothed round that found nothing: price at the duals next
+
+
+__all__ = ["DaskPricer", "LocalPricer", "Master", "PricingActor", "PricingLP", "ProcessPricer",
+           "decompose", "lagrangian", "make_pricer"]

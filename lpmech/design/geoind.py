@@ -1,0 +1,193 @@
+"""Geo-Ind as a :class:`~lpmech.design.notion.Notion`: rows F_ij v_i − v_j ≤ 0 on every output column.
+
+``F`` is the K×K factor matrix, F_ij = e^{−ε d_ij} on the pairs that need a row (0 elsewhere; see
+:func:`lpmech.models.omg.factor_matrix`), so column v satisfies every row iff
+max_i F_ij v_i ≤ v_j for all j. With K² rows per column the notion never writes them all for a lazy
+solve: it starts from the rows to near neighbours (and, for output k, the rows out of k, the "star"),
+and separates with the vectorised max-product oracle :func:`most_violated`.
+
+The primitives here (the oracle, :func:`near_pairs`, :func:`tents`, the row builder) are shared by
+the OMG cutting-plane path and the decomposition; :mod:`lpmech.models.omg_large` re-exports them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from .notion import SEPARATION_TOL, Notion, NotionCertificate
+
+# ------------------------------------------------------------------------------ rows and oracle
+
+
+def column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int, k=None) -> sp.csr_matrix:
+    """Rows F_ij x[i] − x[j] ≤ 0 over one column's ``n_vars`` variables, or, with outputs ``k``,
+    rows F_ij z[i, k] − z[j, k] ≤ 0 over the K² variables z[i, k] = x[i·K + k] (n_vars = K)."""
+    n = i.size
+    ci, cj = (i, j) if k is None else (i * n_vars + k, j * n_vars + k)
+    cols = np.column_stack([ci, cj]).ravel()
+    vals = np.column_stack([F[i, j], -np.ones(n)]).ravel()
+    width = n_vars if k is None else n_vars * n_vars
+    return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, width))
+
+
+def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, present=None):
+    """For every entry (j, k): the row i maximising F_ij Z_ik − Z_jk, if it exceeds ``tol``.
+
+    ``present`` (bool, shape (K, K, n), True for rows (i, j, k) already in the LP) leaves those
+    rows out: the solver enforces them to its own tolerance, and finding them again would loop.
+    Returns ``(i, j, k, violation)`` arrays of the violated entries (a vectorised oracle over all
+    K² pairs of each column, chunked to bound memory).
+    """
+    Z = Z.reshape(F.shape[0], -1)
+    K, n = Z.shape
+    best = np.empty((K, n))
+    arg = np.empty((K, n), dtype=np.int64)
+    step = max(1, 4_000_000 // (K * n))
+    for start in range(0, K, step):
+        cols = slice(start, min(K, start + step))
+        T = F[:, cols, None] * Z[:, None, :]  # T[i, j, k] = F_ij Z_ik
+        if present is not None:
+            T[present[:, cols]] = -np.inf
+        arg[cols] = T.argmax(axis=0)
+        best[cols] = np.take_along_axis(T, arg[cols][None], axis=0)[0]
+    viol = best - Z
+    j, k = np.nonzero(viol > tol)
+    return arg[j, k], j, k, viol[j, k]
+
+
+def near_pairs(F: np.ndarray, n_near: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (i, j) to start with: each i with its ``n_near`` largest factors F_ij (both ways)."""
+    K = F.shape[0]
+    n_near = min(n_near, K - 1)
+    if n_near <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    j = np.argpartition(-F, n_near - 1, axis=1)[:, :n_near]
+    i = np.repeat(np.arange(K), n_near)
+    j = j.ravel()
+    keep = F[i, j] > 0
+    mask = np.zeros((K, K), dtype=bool)
+    mask[i[keep], j[keep]] = True
+    mask |= mask.T
+    mask &= F > 0
+    return np.nonzero(mask)
+
+
+def tents(F: np.ndarray) -> np.ndarray:
+    """Columns T[:, s] = e^{−P(s, ·)}, P the shortest paths of arcs i→j of length −log F_ij: in C."""
+    i, j = np.nonzero(F)
+    w = np.maximum(-np.log(F[i, j]), 1e-300)  # csgraph reads a stored 0 as an edge only if sparse
+    P = shortest_path(sp.csr_matrix((w, (i, j)), shape=F.shape), directed=True)
+    return np.exp(-P).T
+
+
+# ------------------------------------------------------------------------------ the notion
+
+
+class GeoInd(Notion):
+    """(ε, γ)-Geo-Ind from its factor matrix ``F`` (rows F_ij v_i ≤ v_j on every column).
+
+    Args:
+        F: K×K factors e^{−ε d_ij} of the rows that must hold (0: no row).
+        metric, epsilon, gamma: what :meth:`certify` checks (every pair of the metric, not only the
+            rows of ``F``); without them :meth:`certify` measures the rows of ``F`` only.
+        n_near: lazy solves start with the rows to each location's ``n_near`` nearest neighbours
+            (and, for output k, the rows out of k).
+    """
+
+    name = "geo-ind"
+
+    def __init__(self, F: np.ndarray, *, metric=None, epsilon: float | None = None,
+                 gamma: float = math.inf, n_near: int = 0, closure: np.ndarray | None = None):
+        F = np.asarray(F, float)
+        super().__init__(F.shape[0])
+        self.F = F
+        self._closure = closure
+        self.metric = None if metric is None else np.asarray(metric, float)
+        self.epsilon = None if epsilon is None else float(epsilon)
+        self.gamma = float(gamma)
+        self.n_near = int(n_near)
+
+    @classmethod
+    def from_instance(cls, instance, epsilon: float, *, reduce: bool = True, n_near: int = 0):
+        """The notion of an OMG instance (rows of :func:`lpmech.models.omg.factor_matrix`)."""
+        from ..models.omg import factor_matrix
+
+        return cls(factor_matrix(instance, epsilon, reduce=reduce), metric=instance.metric,
+                   epsilon=epsilon, gamma=instance.gamma, n_near=n_near)
+
+    def rows(self) -> sp.csr_matrix:
+        i, j = np.nonzero(self.F)
+        return column_rows(self.F, i, j, self.K)
+
+    def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
+        pi, pj = near_pairs(self.F, self.n_near)
+        if k is not None:
+            star = np.nonzero(self.F[k] > 0)[0]
+            pi, pj = np.concatenate([pi, np.full(star.size, k)]), np.concatenate([pj, star])
+            keep = np.unique(pi * self.K + pj, return_index=True)[1]
+            pi, pj = pi[keep], pj[keep]
+        return column_rows(self.F, pi, pj, self.K)
+
+    def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
+        V = np.asarray(V, float).reshape(self.K, -1)
+        i, j, k, _ = most_violated(self.F, V, tol)
+        return [column_rows(self.F, i[k == c], j[k == c], self.K) for c in range(V.shape[1])]
+
+    def separator(self, k: int, start: sp.csr_matrix):
+        """A stateful oracle for one pricing LP: never returns a row already in it."""
+        present = np.zeros((self.K, self.K), dtype=bool)
+        coo = start.tocoo()
+        pos, neg = coo.data > 0, coo.data < 0
+        i0, j0 = np.empty(start.shape[0], np.int64), np.empty(start.shape[0], np.int64)
+        i0[coo.row[pos]], j0[coo.row[neg]] = coo.col[pos], coo.col[neg]
+        present[i0, j0] = True
+        F, K = self.F, self.K
+
+        def separate(v):
+            i, j, _, _ = most_violated(F, v[:, None], present=present[:, :, None])
+            if j.size == 0:
+                return None
+            present[i, j] = True
+            return column_rows(F, i, j, K)
+
+        return separate
+
+    @property
+    def closure(self) -> np.ndarray:
+        """T[s, j] = e^{−P(s, j)} (:func:`tents`, transposed): the largest factor any chain of rows
+        puts between v_s and v_j."""
+        if self._closure is None:
+            self._closure = tents(self.F).T.copy()
+        return self._closure
+
+    def repair(self, Z: np.ndarray) -> np.ndarray:
+        """The smallest entrywise raise of the columns of ``Z`` that satisfies every row exactly:
+        Z'_jk = max_s T_sj Z_sk ≥ Z_jk (T has a unit diagonal); entries stay in [0, max Z]."""
+        Z = np.asarray(Z, float).reshape(self.K, -1)
+        T = self.closure
+        out = np.empty_like(Z)
+        step = max(1, 4_000_000 // (self.K * self.K))
+        for a in range(0, Z.shape[1], step):
+            b = min(Z.shape[1], a + step)
+            out[:, a:b] = (T[:, :, None] * Z[:, None, a:b]).max(axis=0)
+        return np.maximum(out, Z)
+
+    def certify(self, Z: np.ndarray) -> NotionCertificate:
+        from ..mechanism import certify, realized_epsilon
+
+        Z = np.asarray(Z, float)
+        if self.metric is not None and self.epsilon is not None:
+            cert = certify(Z, self.metric, self.epsilon, self.gamma)
+            return NotionCertificate(self.name, self.epsilon, cert.realized_epsilon,
+                                     cert.worst_violation, cert.satisfied,
+                                     {"gamma": self.gamma if math.isfinite(self.gamma) else "inf"})
+        worst = float((self.F[:, :, None] * Z[:, None, :] - Z[None, :, :]).max(initial=0.0))
+        real = realized_epsilon(Z, self.metric, self.gamma) if self.metric is not None else math.nan
+        return NotionCertificate(self.name, self.epsilon, real, worst, worst <= SEPARATION_TOL)
+
+
+__all__ = ["GeoInd", "column_rows", "most_violated", "near_pairs", "tents"]

@@ -1,0 +1,153 @@
+"""The generic Dantzig–Wolfe engine (lpmech.design.decomposition) against a full LP built with scipy."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from lpmech import instance as li
+from lpmech.design import Notion, NotionCertificate
+from lpmech.design.decomposition import decompose
+from lpmech.design.geoind import GeoInd
+from lpmech.errors import IterationLimitError
+from lpmech.models import omg, omg_large
+from lpmech.models.common import raise_for_status
+
+
+class LDPRows(Notion):
+    """A user notion in a few lines: ε-LDP as rows e^{−ε} v_i − v_j ≤ 0, optional forced zeros."""
+
+    name = "ldp"
+
+    def __init__(self, K, eps, zero_sets=None):
+        super().__init__(K)
+        self.eps, self.zero_sets = eps, zero_sets or {}
+
+    def rows(self):
+        i, j = np.nonzero(~np.eye(self.K, dtype=bool))
+        n = i.size
+        return sp.csr_matrix((np.concatenate([np.full(n, math.exp(-self.eps)), -np.ones(n)]),
+                              (np.tile(np.arange(n), 2), np.concatenate([i, j]))), shape=(n, self.K))
+
+    def zeros(self, k):
+        return self.zero_sets.get(k)
+
+    def certify(self, Z):
+        real = float(np.max(np.log(Z.max(axis=0) / Z.min(axis=0))))
+        return NotionCertificate(self.name, self.eps, real, 0.0, real <= self.eps * (1 + 1e-6))
+
+
+def full_lp(notion, C, extra_rows=()):
+    """min Σ C z over the K×n matrices with every notion row on every column, unit rows, extra rows
+    (scipy linprog / HiGHS): the independent reference."""
+    K, n = C.shape
+    A = sp.csr_matrix(notion.rows())
+    # column k's rows act on the variables z[i, k] = x[i·n + k]
+    blocks = [A @ sp.csr_matrix((np.ones(K), (np.arange(K), np.arange(K) * n + k)), shape=(K, K * n))
+              for k in range(n)]
+    A_ub, b_ub = [sp.vstack(blocks)], [np.zeros(A.shape[0] * n)]
+    for a, lo, hi in extra_rows:
+        if hi is not None and math.isfinite(hi):
+            A_ub.append(sp.csr_matrix(np.ravel(a)[None]))
+            b_ub.append([hi])
+        if lo is not None and math.isfinite(lo):
+            A_ub.append(sp.csr_matrix(-np.ravel(a)[None]))
+            b_ub.append([-lo])
+    A_eq = sp.kron(sp.eye(K), np.ones((1, n)))
+    ub = np.ones((K, n))
+    for k in range(n):
+        z = notion.zeros(k)
+        if z is not None:
+            ub[z, k] = 0
+    bounds = list(zip(np.zeros(K * n), ub.ravel()))
+    return linprog(np.ravel(C), A_ub=sp.vstack(A_ub), b_ub=np.concatenate(b_ub), A_eq=A_eq,
+                   b_eq=np.ones(K), bounds=bounds, method="highs")
+
+
+def _check(res, ref, C, rtol=1e-6):
+    assert res.status == "optimal"
+    Z = res.x.reshape(C.shape)
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-8
+    assert res.optimality.objective == pytest.approx(ref.fun, rel=rtol, abs=1e-10)
+    assert float((C * Z).sum()) == pytest.approx(ref.fun, rel=rtol, abs=1e-10)
+    assert res.optimality.bound <= ref.fun + 1e-9 * max(1, abs(ref.fun))  # a valid bound
+
+
+def test_geoind_with_a_binding_floor_on_reporting_the_truth_equals_the_full_lp():
+    inst = li.grid(3, 3, prior=np.random.default_rng(1).dirichlet(np.ones(9)))
+    eps = 0.7
+    notion = GeoInd(omg.factor_matrix(inst, eps))
+    C = inst.prior[:, None] * inst.loss
+    free = decompose(notion, C)
+    truth = np.diag(inst.prior)  # Pr[report = truth] = Σ_i p_i z_ii
+    p_free = float((truth * free.x.reshape(9, 9)).sum())
+    p_max = -full_lp(notion, -truth).fun  # the largest Pr[report = truth] under the notion
+    floor = p_free + 0.5 * (p_max - p_free)
+    extra = [(truth, floor, None)]
+    ref = full_lp(notion, C, extra)
+    res = decompose(notion, C, extra_rows=extra)
+    _check(res, ref, C)
+    assert ref.fun > free.optimality.objective * (1 + 1e-3)  # the floor binds
+    assert float((truth * res.x.reshape(9, 9)).sum()) >= floor - 1e-8
+
+
+def test_an_expected_loss_cap_row_and_more_outputs_than_inputs():
+    rng = np.random.default_rng(2)
+    K, n = 6, 9
+    notion = LDPRows(K, 1.2)
+    C = rng.uniform(0, 1, (K, n))
+    cap = rng.uniform(0, 1, (K, n))
+    free = decompose(notion, C)
+    used = float((cap * free.x.reshape(K, n)).sum())
+    extra = [(cap, -np.inf, 0.9 * used)]
+    ref = full_lp(notion, C, extra)
+    res = decompose(notion, C, extra_rows=extra)
+    _check(res, ref, C)
+    _check(free, full_lp(notion, C), C)
+
+
+def test_forced_zeros_and_a_user_notion_with_phase_one():
+    rng = np.random.default_rng(3)
+    K = 5
+    notion = LDPRows(K, 0.9, zero_sets={0: np.array([0, 1, 2, 3, 4]), 2: np.array([1, 3, 4])})
+    C = rng.uniform(0, 1, (K, K))
+    res = decompose(notion, C, columns=[(k, np.ones(K)) for k in range(K)])
+    ref = full_lp(notion, C)
+    _check(res, ref, C)
+    Z = res.x.reshape(K, K)
+    assert np.abs(Z[:, 0]).max() == 0 and np.abs(Z[[1, 3, 4], 2]).max() == 0
+
+
+def test_an_infeasible_row_is_proved_infeasible():
+    K = 4
+    notion = LDPRows(K, 0.5)
+    truth = np.eye(K) / K
+    # under ε-LDP, Pr[report = truth] ≤ e^ε / (e^ε + K − 1) < 0.9
+    res = decompose(notion, np.ones((K, K)), extra_rows=[(truth, 0.9, None)])
+    assert res.status == "infeasible"
+    assert res.stats["phase1_bound"] > 0
+    ref = full_lp(notion, np.ones((K, K)), [(truth, 0.9, None)])
+    assert ref.status == 2  # scipy: infeasible
+
+
+@pytest.mark.parametrize("eps", [0.05, 1.0, 4.0, 10.0, 30.0])
+def test_omg_decomposition_meets_the_tolerance_and_the_full_lp(eps):
+    inst = li.grid(5, 5, prior=np.random.default_rng(4).dirichlet(np.ones(25)))
+    res = omg.solve(inst, eps, method="decomposition")
+    full = omg.solve(inst, eps, method="full")
+    assert res.objective == pytest.approx(full.objective, rel=1e-6, abs=1e-12)
+    assert res.bound <= full.objective * (1 + 1e-9) + 1e-15
+    # the certified gap: relative 1e-6, or the absolute floor 0.1·tol·(loss scale) of decompose
+    scale = (inst.prior[:, None] * inst.loss).max(axis=1).sum()
+    assert res.optimality.gap_rel <= 1e-6 or res.optimality.gap_abs <= 1e-8 * scale
+    assert res.stats["rounds"] < 1000
+
+
+def test_round_cap_is_an_iteration_limit_not_a_time_limit():
+    inst = li.grid(5, 5, prior=np.random.default_rng(5).dirichlet(np.ones(25)))
+    res = omg_large.solve_decomposition(inst, 0.3, max_rounds=2, workers=1)
+    assert res.status == "iteration_limit" and res.stats["max_rounds"] == 2
+    with pytest.raises(IterationLimitError, match=r"iteration cap \(2\)"):
+        raise_for_status(res, "OMG")
