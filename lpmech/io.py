@@ -66,6 +66,17 @@ def check_output_path(path, *, suffix: str | None = None) -> Path:
         raise InputError(f"cannot write {p}: directory {parent} does not exist")
     if p.is_dir():
         raise InputError(f"cannot write {p}: it is a directory")
+    probe = parent / f".{p.name}.{secrets.token_hex(4)}.probe"
+    try:  # can a file be created there (permissions, read-only or virtual file systems)?
+        with open(probe, "xb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write {p}: directory {parent} is not writable "
+                         f"({exc.strerror or exc}); choose another --out path") from None
+    with contextlib.suppress(OSError):
+        probe.unlink()
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InputError(f"cannot write {p}: the file exists and is read-only")
     return p
 
 

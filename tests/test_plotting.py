@@ -29,8 +29,10 @@ def test_grid_panels_show_the_rows_on_the_map():
     mech = baselines.planar_laplace(inst, 1.0)
     rows = [0, 5, 11]
     fig = plot_mechanism(mech, inst, rows)
-    panels = [ax for ax in fig.axes if ax.images and ax.get_title()]
-    assert [ax.get_title() for ax in panels] == [f"true location {r}" for r in rows]
+    panels = [ax for ax in fig.axes if ax.images and ax.get_title().startswith("true location")]
+    assert [ax.get_title() for ax in panels] == [f"true location {r}, prior {1 / 12:.3g}" for r in rows]
+    for ax in panels:
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (km)", "y (km)")
     for ax, r in zip(panels, rows):
         img = drawn(ax.images[0].get_array())
         # row-major grid numbering: index = row·W + col, drawn with origin at the bottom left
@@ -48,7 +50,8 @@ def test_points_and_latlon_scatter_colours_are_the_rows():
                                             12.5 + rng.uniform(0, 0.05, 9)]))):
         mech = baselines.exponential(inst, 1.0)
         fig = plot_mechanism(mech, inst, [2, 7])
-        panels = [ax for ax in fig.axes if ax.collections and ax.get_title()]
+        panels = [ax for ax in fig.axes if ax.collections and ax.get_title().startswith("true")]
+        assert len(panels) == 2
         for ax, r in zip(panels, [2, 7]):
             np.testing.assert_allclose(drawn(ax.collections[0].get_array()), mech.matrix[r])
             xy = ax.collections[0].get_offsets()
@@ -95,3 +98,23 @@ def test_cli_plot_written_only_on_success(tmp_path, capsys):
     assert not bad.exists()
     assert sorted(os.listdir(tmp_path)) == ["ok.png"]
     capsys.readouterr()
+
+
+def test_prior_panel_shows_the_prior_and_default_panels_are_explained():
+    """The first panel is the instance's prior (read back from the image); default panels are a
+    corner, the centre and an edge middle, named in their titles and in a note under them."""
+    prior = np.random.default_rng(3).dirichlet(np.ones(12))
+    inst = li.grid(4, 3).with_prior(prior)
+    fig = plot_mechanism(baselines.exponential(inst, 1.0), inst)
+    prior_ax = next(ax for ax in fig.axes if ax.get_title() == "prior")
+    expected = np.array([[prior[y * 4 + x] for x in range(4)] for y in range(3)])
+    np.testing.assert_allclose(drawn(prior_ax.images[0].get_array()), expected, rtol=1e-12)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title().startswith("true location")]
+    assert titles == [f"true location {r} ({why}), prior {prior[r]:.3g}"
+                      for r, why in ((0, "corner"), (1 * 4 + 2, "centre"), (1 * 4, "edge middle"))]
+    assert any("corner, centre, edge middle" in t.get_text() for t in fig.texts)
+    lat = li.latlon(np.array([[41.9, 12.5], [41.95, 12.52], [41.92, 12.55]]))
+    fig = plot_mechanism(baselines.exponential(lat, 1.0), lat, show_prior=False)
+    assert all((ax.get_xlabel(), ax.get_ylabel()) == ("longitude (degrees)", "latitude (degrees)")
+               for ax in fig.axes if ax.get_title().startswith("true location"))
+    assert not any(ax.get_title().startswith("prior") for ax in fig.axes)

@@ -22,7 +22,7 @@ _STATUS = {
     cp.OPTIMAL: "optimal", cp.OPTIMAL_INACCURATE: "optimal",
     cp.INFEASIBLE: "infeasible", cp.INFEASIBLE_INACCURATE: "infeasible",
     cp.UNBOUNDED: "unbounded", cp.UNBOUNDED_INACCURATE: "unbounded",
-    cp.USER_LIMIT: "time_limit",
+    cp.USER_LIMIT: "iteration_limit",  # or time_limit: see _limit_status
 }
 _TIME_LIMIT_OPTION = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "HIGHS": "time_limit"}
 
@@ -46,12 +46,21 @@ def solve_cvxpy(problem: cp.Problem, *, solver: str = "CLARABEL", time_limit: fl
     except cp.error.DCPError as exc:
         raise InputError(f"the CVXPY problem is not DCP: {exc}") from None
     stats.update(time_s=time.perf_counter() - t0, cvxpy_status=problem.status)
-    out = Result(status=_STATUS.get(problem.status, "error"), stats=stats)
+    out = Result(status=_limit_status(problem.status, stats["time_s"], time_limit), stats=stats)
     if out.status == "optimal":
         bound = _dual_objective(problem, raw)
         out.optimality = OptimalityCertificate.from_values(
             float(problem.value), bound, source="solver dual objective")
     return out
+
+
+def _limit_status(cvxpy_status: str, elapsed: float, time_limit: float | None) -> str:
+    """The Result status of a CVXPY status; CVXPY's USER_LIMIT covers both the time limit and the
+    iteration cap, told apart by whether the (set) time limit was used up."""
+    status = _STATUS.get(cvxpy_status, "error")
+    if status == "iteration_limit" and time_limit is not None and elapsed >= 0.95 * float(time_limit):
+        return "time_limit"
+    return status
 
 
 def _dual_objective(problem: cp.Problem, raw) -> float | None:

@@ -35,7 +35,7 @@ _STATUS = {
     highspy.HighsModelStatus.kUnbounded: "unbounded",
     highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
     highspy.HighsModelStatus.kTimeLimit: "time_limit",
-    highspy.HighsModelStatus.kIterationLimit: "time_limit",
+    highspy.HighsModelStatus.kIterationLimit: "iteration_limit",
     highspy.HighsModelStatus.kModelEmpty: "optimal",
 }
 

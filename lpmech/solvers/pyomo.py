@@ -24,9 +24,10 @@ from .result import Result, check_time_limit
 log = logging.getLogger(__name__)
 
 _STATUS = {
-    TC.optimal: "optimal", TC.globallyOptimal: "optimal", TC.locallyOptimal: "optimal",
+    # a local optimum (non-convex models) is certified feasible, not proved optimal
+    TC.optimal: "optimal", TC.globallyOptimal: "optimal", TC.locallyOptimal: "feasible",
     TC.infeasible: "infeasible", TC.infeasibleOrUnbounded: "infeasible",
-    TC.unbounded: "unbounded", TC.maxTimeLimit: "time_limit", TC.maxIterations: "time_limit",
+    TC.unbounded: "unbounded", TC.maxTimeLimit: "time_limit", TC.maxIterations: "iteration_limit",
 }
 
 
