@@ -384,7 +384,8 @@ def cmd_certify(args) -> int:
         if not gamma > 0:
             raise InputError(f"--gamma must be > 0, got {gamma:g}")
         cert = certify(saved.matrix, saved.metric, eps, gamma)
-    out = {**info, "K": saved.mechanism.shape[0], "certified": cert.satisfied,
+    out = {**info, "status": "certified" if cert.satisfied else "certification_failed",
+           "K": saved.mechanism.shape[0], "certified": cert.satisfied,
            "epsilon": cert.target_epsilon, "gamma": cert.gamma,
            "realized_epsilon": cert.realized_epsilon, "worst_violation": cert.worst_violation,
            "violation_ratio": cert.violation_ratio,
