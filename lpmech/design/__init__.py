@@ -6,7 +6,7 @@ concrete ones, :mod:`.engine` for :func:`solve` and :mod:`.pyomo` for the declar
 
 from .engine import Problem, loss_cap, solve, truth_floor
 from .notion import Intersection, Notion, NotionCertificate
-from .notions import LDP, LIP, DPrivacy, Exclusion, Factor, GeoInd, Rows
+from .notions import LDP, LIP, DPrivacy, Exclusion, Factor, Rows
 
-__all__ = ["LDP", "LIP", "DPrivacy", "Exclusion", "Factor", "GeoInd", "Intersection", "Notion",
+__all__ = ["LDP", "LIP", "DPrivacy", "Exclusion", "Factor", "Intersection", "Notion",
            "NotionCertificate", "Problem", "Rows", "loss_cap", "solve", "truth_floor"]

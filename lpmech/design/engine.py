@@ -57,9 +57,11 @@ AUTO_FULL_MAX = 2500
 EXTRA_ROW_TOL = 1e-7
 #: entries below −NEG_TOL in a solver's matrix are an error, not noise
 NEG_TOL = 1e-6
+#: the repair of a solver's matrix may move an entry by at most this (else: not solver noise)
+REPAIR_TOL = 1e-6
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix", "loss_cap",
-           "solve", "truth_floor"]
+           "solve", "starting_columns", "truth_floor"]
 
 
 # ------------------------------------------------------------------------------------ problem
@@ -219,11 +221,19 @@ def certify_matrix(problem: Problem, raw) -> tuple[np.ndarray, list[NotionCertif
     certs = [p.certify(Z) for p in parts]
     repaired = False
     if not all(_tight(c) for c in certs):
+        before = Z
         for p in parts:
             fix = getattr(p, "repair", None)
             if fix is not None:
                 Z = np.where(allowed, fix(Z), 0.0)
         Z = _normalise(_shift(problem.notion, Z, allowed))
+        change = float(np.abs(Z - before).max())
+        if change > REPAIR_TOL:
+            c = next(c for c in certs if not _tight(c))
+            raise CertificationError(
+                f"{problem.name}: the solver's matrix violates its {c.notion} rows beyond solver noise "
+                f"(realised {c.realized:.9g}, target {c.target}; the repair would move an entry by "
+                f"{change:.2g} > {REPAIR_TOL:g}); the solve is not trustworthy")
         certs = [p.certify(Z) for p in parts]
         repaired = True
     bad = [c for c in certs if not c.satisfied]
@@ -287,6 +297,26 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
 # --------------------------------------------------------------------------------------- solve
 
 
+def starting_columns(problem: Problem, columns=()) -> list:
+    """The decomposition's starting columns: the user's ``columns``, every output's all-allowed
+    vector (in every ratio cone) and, for factor notions (d-privacy, LDP, factors) on a square
+    problem, their "tents" v = e^{−P(k, ·)} (P: shortest −log F paths; in the factor's cone; the
+    LE mechanism's columns for d-privacy). The decomposition drops any column outside the cone of
+    the whole notion."""
+    from .geoind import GeoInd, tents
+
+    allowed = problem.allowed().astype(float)
+    cols = [(int(k), np.asarray(v, float)) for k, v in columns]
+    cols += [(k, allowed[:, k].copy()) for k in range(problem.n)]
+    if problem.n == problem.K:
+        for part in _parts(problem.notion):
+            if isinstance(part, GeoInd) and part.F.any():
+                T = tents(part.F)
+                cols += [(k, T[:, k] * allowed[:, k]) for k in range(problem.n)]
+    return cols
+
+
+
 def choose_method(problem: Problem, method: str = "auto") -> str:
     if method not in METHODS:
         raise InputError(f"unknown design method {method!r}: use one of {', '.join(METHODS)}")
@@ -336,7 +366,8 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         opts = dict(decompose_options)
         if max_rounds is not None:
             opts["max_rounds"] = max_rounds
-        res = decompose(problem.notion, problem.C, extra_rows=problem.extra_rows, columns=columns,
+        res = decompose(problem.notion, problem.C, extra_rows=problem.extra_rows,
+                        columns=starting_columns(problem, columns),
                         tol=tol, executor=executor, workers=workers, time_limit=time_limit,
                         verbose=verbose, **opts)
         raw = res.x

@@ -6,7 +6,7 @@ matrix. Rows are written in the well-scaled direction (every coefficient in [−
 
 * :class:`DPrivacy` — d-privacy / (ε, γ)-Geo-Ind on a metric: e^{−ε d_ij} v_i − v_j ≤ 0 for
   d_ij ≤ γ (seed 002 eq. (1)); implied rows (a shorter pair chain exists) are left out, the
-  certificate checks every pair. ``GeoInd`` is the same class.
+  certificate checks every pair (a :class:`lpmech.design.geoind.GeoInd` built from a metric).
 * :class:`Factor` — a user factor matrix: F_ij v_i − v_j ≤ 0 for every F_ij > 0 (i ≠ j), with
   0 ≤ F ≤ 1. Every ratio notion is one (d-privacy: F = e^{−εd}; ε-LDP: F = e^{−ε}(1 − I)).
 * :class:`LDP` — ε-LDP, v_i ≤ e^{ε} v_j for all i, j.
@@ -40,12 +40,13 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import InputError
 from ..mechanism import EPS_RTOL, certify, check_epsilon, geo_ind_closure, ldp_epsilon
+from .geoind import GeoInd
 from .notion import SEPARATION_TOL, Notion, NotionCertificate
 
 #: a user row is satisfied when its violation is at most this times the row's absolute mass |A|·z
 ROWS_RTOL = 1e-9
 
-__all__ = ["LDP", "LIP", "DPrivacy", "Exclusion", "Factor", "GeoInd", "Rows", "factor_rows"]
+__all__ = ["LDP", "LIP", "DPrivacy", "Exclusion", "Factor", "Rows"]
 
 
 def _square(a, name: str) -> np.ndarray:
@@ -55,19 +56,6 @@ def _square(a, name: str) -> np.ndarray:
     if not np.isfinite(a).all():
         raise InputError(f"{name} has a non-finite entry")
     return a
-
-
-def factor_rows(F: np.ndarray, i: np.ndarray | None = None, j: np.ndarray | None = None) -> sp.csr_matrix:
-    """Rows F_ij v_i − v_j ≤ 0 (one per pair (i, j); default: every F_ij > 0, i ≠ j)."""
-    K = F.shape[0]
-    if i is None:
-        mask = F > 0
-        np.fill_diagonal(mask, False)
-        i, j = np.nonzero(mask)
-    n = i.size
-    data = np.column_stack([F[i, j], -np.ones(n)]).ravel()
-    cols = np.column_stack([i, j]).ravel()
-    return sp.csr_matrix((data, (np.repeat(np.arange(n), 2), cols)), shape=(n, K))
 
 
 def _max_product_closure(F: np.ndarray) -> np.ndarray:
@@ -80,23 +68,13 @@ def _max_product_closure(F: np.ndarray) -> np.ndarray:
     return np.exp(-paths)
 
 
-def _violated_by_column(F: np.ndarray, V: np.ndarray, tol: float) -> list[sp.csr_matrix]:
-    """The vectorised max-product oracle: per column, the most violated row into each entry."""
-    from ..models.omg_large import most_violated
-
-    i, j, k, _ = most_violated(F, V, tol=tol)
-    out = []
-    for c in range(V.shape[1]):
-        sel = k == c
-        out.append(factor_rows(F, i[sel], j[sel]))
-    return out
-
-
-class Factor(Notion):
+class Factor(GeoInd):
     """Rows F_ij v_i ≤ v_j for every F_ij > 0 (i ≠ j), F a K×K matrix with entries in [0, 1].
 
-    The certificate's ``realized`` is max over rows and outputs of F_ij z_ik / z_jk (≤ 1 means
-    every row holds; ``inf`` when z_jk = 0 < F_ij z_ik), target 1.
+    Lazy solves start from the rows out of output k and separate with the vectorised max-product
+    oracle (both from :class:`lpmech.design.geoind.GeoInd`). The certificate's ``realized`` is
+    max over rows and outputs of F_ij z_ik / z_jk (≤ 1 means every row holds; ``inf`` when
+    z_jk = 0 < F_ij z_ik), target 1.
     """
 
     name = "factor"
@@ -107,18 +85,10 @@ class Factor(Notion):
             raise InputError("factor matrix entries must lie in [0, 1] (rows F_ij v_i <= v_j in the "
                              "well-scaled direction; a factor above 1 would forbid the uniform "
                              "column); use Rows(A) for anything else")
-        super().__init__(F.shape[0])
         F = F.copy()
         np.fill_diagonal(F, 0.0)
-        self.F = F
-        if name is not None:
-            self.name = name
-
-    def rows(self) -> sp.csr_matrix:
-        return factor_rows(self.F)
-
-    def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        return _violated_by_column(self.F, np.asarray(V, float).reshape(self.K, -1), tol)
+        super().__init__(F)
+        self.name = type(self).name if name is None else name
 
     def repair(self, Z: np.ndarray) -> np.ndarray:
         """The smallest Z' ≥ Z whose columns satisfy every row: z'_jk = max_i P_ij z_ik."""
@@ -160,21 +130,9 @@ class LDP(Factor):
     def __init__(self, K: int, epsilon: float):
         if int(K) != K or K < 1:
             raise InputError(f"LDP needs a positive number of inputs, got {K!r}")
-        self.epsilon = check_epsilon(epsilon)
-        F = np.full((int(K), int(K)), math.exp(-self.epsilon))
-        super().__init__(F)
-        self.name = "ldp"
-
-    def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        V = np.asarray(V, float).reshape(self.K, -1)
-        out = []
-        f = math.exp(-self.epsilon)
-        for c in range(V.shape[1]):
-            i = int(np.argmax(V[:, c]))
-            j = np.nonzero(f * V[i, c] - V[:, c] > tol)[0]
-            j = j[j != i]
-            out.append(factor_rows(self.F, np.full(j.size, i), j))
-        return out
+        eps = check_epsilon(epsilon)
+        super().__init__(np.full((int(K), int(K)), math.exp(-eps)))
+        self.epsilon = eps
 
     def repair(self, Z: np.ndarray) -> np.ndarray:
         return np.maximum(Z, math.exp(-self.epsilon) * Z.max(axis=0, keepdims=True))
@@ -187,7 +145,7 @@ class LDP(Factor):
                                  real <= self.epsilon * (1 + EPS_RTOL))
 
 
-class DPrivacy(Notion):
+class DPrivacy(GeoInd):
     """d-privacy / (ε, γ)-Geo-Ind on a K×K metric: e^{−ε d_ij} v_i − v_j ≤ 0 for i ≠ j, d_ij ≤ γ.
 
     ``metric`` may be an :class:`~lpmech.instance.Instance` (its metric and γ are used). With
@@ -207,23 +165,14 @@ class DPrivacy(Notion):
         d = _square(metric, "metric")
         if (d < 0).any():
             raise InputError("metric has a negative distance")
-        super().__init__(d.shape[0])
-        self.metric = d
-        self.epsilon = check_epsilon(epsilon)
-        self.gamma = math.inf if gamma is None else float(gamma)
-        mask = d <= self.gamma
+        eps = check_epsilon(epsilon)
+        gamma = math.inf if gamma is None else float(gamma)
+        mask = d <= gamma
         np.fill_diagonal(mask, False)
         if reduce:
             mask &= ~implied_pairs(d, mask)
-        F = np.where(mask, np.exp(-self.epsilon * d), 0.0)
-        self.F = F
-        self.name = "geo-ind" if math.isfinite(self.gamma) else "d-privacy"
-
-    def rows(self) -> sp.csr_matrix:
-        return factor_rows(self.F)
-
-    def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        return _violated_by_column(self.F, np.asarray(V, float).reshape(self.K, -1), tol)
+        super().__init__(np.where(mask, np.exp(-eps * d), 0.0), metric=d, epsilon=eps, gamma=gamma)
+        self.name = "geo-ind" if math.isfinite(gamma) else "d-privacy"
 
     def repair(self, Z: np.ndarray) -> np.ndarray:
         return geo_ind_closure(Z, self.metric, self.epsilon, self.gamma)
@@ -235,8 +184,6 @@ class DPrivacy(Notion):
                                                "violation_ratio": c.violation_ratio,
                                                "n_constraints": c.n_constraints})
 
-
-GeoInd = DPrivacy
 
 
 class LIP(Notion):
@@ -271,6 +218,10 @@ class LIP(Notion):
 
     def rows(self) -> sp.csr_matrix:
         return sp.csr_matrix(self._A)
+
+    def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
+        """None: a lazy solve adds the (dense) rows its point violates."""
+        return sp.csr_matrix((0, self.K))
 
     def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
         AV = self._A @ np.asarray(V, float).reshape(self.K, -1)

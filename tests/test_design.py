@@ -1,0 +1,333 @@
+"""The design engine (lpmech.design): every path against an independent reference.
+
+References: the models' current public functions (OMG, LE LP (8), LIP linear utilities), closed forms
+(LE under a uniform prior, GRR for ε-LDP + Hamming), and a plain scipy ``linprog`` LP written here
+from the definitions (unscaled rows z_ik ≤ e^{ε d_ij} z_jk over *all* pairs, no implied-row reduction).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from lpmech import instance as li
+from lpmech.design import (
+    LDP,
+    LIP,
+    DPrivacy,
+    Exclusion,
+    Factor,
+    Problem,
+    Rows,
+    loss_cap,
+    solve,
+    truth_floor,
+)
+from lpmech.design.engine import certify_matrix
+from lpmech.errors import CertificationError, InfeasibleError, InputError
+from lpmech.mechanism import realized_epsilon
+from lpmech.models import le, lip, omg
+
+# ------------------------------------------------------------------ independent reference LP
+
+
+def ref_lp(C, column_rows, *, zeros=None, extra=()):
+    """min Σ C z over K×n row-stochastic Z with ``column_rows`` (dense r×K, rows a·z_k ≤ 0) on every
+    output, forced zeros (K×n bool) and extra rows (A, lo, hi): scipy linprog (HiGHS), all dense."""
+    K, n = C.shape
+    A_ub = [np.kron(column_rows, np.eye(n))] if column_rows.size else []
+    b_ub = [np.zeros(column_rows.shape[0] * n)] if column_rows.size else []
+    for A, lo, hi in extra:
+        if math.isfinite(hi):
+            A_ub.append(A.reshape(1, -1))
+            b_ub.append([hi])
+        if math.isfinite(lo):
+            A_ub.append(-A.reshape(1, -1))
+            b_ub.append([-lo])
+    A_eq = np.kron(np.eye(K), np.ones((1, n)))
+    bounds = [(0, 0 if zeros is not None and zeros[i, k] else 1) for i in range(K) for k in range(n)]
+    r = linprog(C.ravel(), A_ub=np.vstack(A_ub) if A_ub else None,
+                b_ub=np.concatenate(b_ub) if b_ub else None, A_eq=A_eq, b_eq=np.ones(K),
+                bounds=bounds, method="highs")
+    return r
+
+
+def dprivacy_rows(d, eps, gamma=math.inf):
+    """z_i − e^{ε d_ij} z_j ≤ 0 for every ordered pair i ≠ j with d_ij ≤ γ (the definition)."""
+    K = d.shape[0]
+    rows = []
+    for i in range(K):
+        for j in range(K):
+            if i != j and d[i, j] <= gamma:
+                a = np.zeros(K)
+                a[i] += 1.0
+                a[j] -= math.exp(eps * d[i, j])
+                rows.append(a)
+    return np.array(rows).reshape(-1, K)
+
+
+def lip_def_rows(P, eps):
+    """Pr(Y|X=x)/Pr(Y) within [e^{−ε}, e^{ε}] for P_x > 0: P·z − e^{ε} z_x ≤ 0, z_x − e^{ε} P·z ≤ 0."""
+    rows = []
+    for x in np.nonzero(P > 0)[0]:
+        e = np.zeros(P.size)
+        e[x] = 1.0
+        rows += [P - math.exp(eps) * e, e - math.exp(eps) * P]
+    return np.array(rows)
+
+
+def random_instance(rng, K):
+    pts = rng.uniform(0, 3, size=(K, 2))
+    return li.points(pts, prior=rng.dirichlet(np.ones(K)))
+
+
+# ------------------------------------------------------------------ clients: OMG, LE LP, LIP
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), K=st.integers(3, 7), eps=st.floats(0.2, 3.0))
+def test_omg_through_engine_equals_omg_and_the_definition(seed, K, eps):
+    rng = np.random.default_rng(seed)
+    inst = random_instance(rng, K)
+    res = solve(DPrivacy(inst, eps), prior=inst.prior, loss=inst.loss)
+    assert res.status == "optimal" and res.stats["method"] == "full"
+    ref = omg.solve(inst, eps, method="full")
+    assert res.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-9)
+    lp = ref_lp(inst.prior[:, None] * inst.loss, dprivacy_rows(inst.metric, eps))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-9)
+    assert realized_epsilon(res.mechanism.matrix, inst.metric) <= eps * (1 + 1e-6)
+    assert res.bound <= res.objective + 1e-12
+
+
+def test_omg_gamma_through_engine_equals_omg():
+    rng = np.random.default_rng(3)
+    inst = li.grid(4, 3).with_prior(rng.dirichlet(np.ones(12))).with_gamma(1.5)
+    res = solve(DPrivacy(inst, 0.8), prior=inst.prior, loss=inst.loss)
+    ref = omg.solve(inst, 0.8, method="full")
+    assert res.stats["certificates"][0]["notion"] == "geo-ind"
+    assert res.objective == pytest.approx(ref.objective, rel=1e-8)
+    lp = ref_lp(inst.prior[:, None] * inst.loss, dprivacy_rows(inst.metric, 0.8, 1.5))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7)
+
+
+@pytest.mark.parametrize("eps", [0.8, 2.0])
+def test_le_lp_through_engine(eps):
+    rng = np.random.default_rng(1)
+    inst = li.grid(4, 4, 1.0, unit="cell").with_prior(rng.dirichlet(np.ones(16) * 0.5))
+    loss = le.range_loss(inst.metric)
+    res = solve(DPrivacy(inst.metric, eps), prior=inst.prior, loss=loss)
+    ref = le.solve(inst, eps, path="lp")
+    assert res.objective == pytest.approx(ref.objective, rel=1e-8, abs=1e-10)
+    # uniform prior: LE is optimal (Theorem 1), so the engine reproduces LE's closed-form objective
+    uni = inst.with_prior("uniform")
+    res_u = solve(DPrivacy(uni.metric, eps), prior=uni.prior, loss=loss)
+    p = le.le_diagonal(uni.metric, eps)
+    assert res_u.objective == pytest.approx(1 - uni.prior @ p, rel=1e-8)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.5])
+def test_lip_linear_through_engine(eps):
+    rng = np.random.default_rng(2)
+    d = 5
+    P = rng.dirichlet(np.ones(d))
+    ham = 1.0 - np.eye(d)
+    res = solve(LIP(P, eps), prior=P, loss=ham)
+    ref = lip.solve(P, eps, objective="hamming")
+    assert res.objective == pytest.approx(ref.objective, rel=1e-7)
+    assert lip.lip_epsilon(res.mechanism.matrix, P) <= eps * (1 + 1e-6)
+    lp = ref_lp(P[:, None] * ham, lip_def_rows(P, eps))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7)
+
+
+def test_ldp_hamming_uniform_is_grr():
+    K, eps = 6, 1.2
+    res = solve(LDP(K, eps), prior=np.full(K, 1 / K), loss=1.0 - np.eye(K))
+    assert res.objective == pytest.approx((K - 1) / (math.exp(eps) + K - 1), rel=1e-9)
+    assert res.stats["realized[ldp]"] <= eps * (1 + 1e-6)
+
+
+# ------------------------------------------------------------------ user and composed notions
+
+
+def test_user_factor_notion_equals_definition_lp():
+    rng = np.random.default_rng(4)
+    K = 6
+    F = rng.uniform(0.2, 0.9, size=(K, K)) * (rng.random((K, K)) < 0.6)
+    C = rng.random((K, K))
+    res = solve(Factor(F, name="my-notion"), C)
+    rows = [np.eye(K)[i] * F[i, j] - np.eye(K)[j] for i, j in zip(*np.nonzero(F)) if i != j]
+    lp = ref_lp(C, np.array(rows))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-8, abs=1e-10)
+    cert = res.stats["certificates"][0]
+    assert cert["notion"] == "my-notion" and cert["satisfied"] and cert["realized"] <= 1 + 1e-9
+    Z = res.mechanism.matrix
+    assert (F[:, :, None] * Z[:, None, :] - Z[None, :, :]).max() <= 1e-12
+
+
+def test_user_rows_notion_and_pyomo_path():
+    rng = np.random.default_rng(5)
+    K = 5
+    # user rows on each column: v_0 ≥ v_1 ≥ ... (monotone reporting) and v_i ≤ 3 v_0
+    e = np.eye(K)
+    A = np.vstack([e[i + 1] - e[i] for i in range(K - 1)] + [e[K - 1] - 3 * e[0]])
+    C = rng.random((K, K))
+    full = solve(Rows(A, name="monotone"), C, method="full")
+    pyo = solve(Rows(A, name="monotone"), C, method="pyomo")
+    lp = ref_lp(C, A)
+    assert full.objective == pytest.approx(lp.fun, rel=1e-8, abs=1e-10)
+    assert pyo.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-9)
+    assert full.stats["certificates"][0]["satisfied"]
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 10_000), eps=st.floats(0.3, 2.0), eps_lip=st.floats(0.3, 2.0))
+def test_composed_geoind_and_lip_equals_definition_lp(seed, eps, eps_lip):
+    rng = np.random.default_rng(seed)
+    inst = random_instance(rng, 5)
+    notion = DPrivacy(inst, eps) & LIP(inst.prior, eps_lip)
+    res = solve(notion, prior=inst.prior, loss=inst.loss)
+    rows = np.vstack([dprivacy_rows(inst.metric, eps), lip_def_rows(inst.prior, eps_lip)])
+    lp = ref_lp(inst.prior[:, None] * inst.loss, rows)
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-9)
+    certs = {c["notion"]: c for c in res.stats["certificates"]}
+    assert set(certs) == {"d-privacy", "lip"}
+    assert certs["d-privacy"]["realized"] <= eps * (1 + 1e-6)
+    assert lip.lip_epsilon(res.mechanism.matrix, inst.prior) <= eps_lip * (1 + 1e-6)
+    # the price of the second notion is never negative
+    alone = solve(DPrivacy(inst, eps), prior=inst.prior, loss=inst.loss)
+    assert res.objective >= alone.objective - 1e-9
+
+
+def test_extra_rows_loss_cap_and_truth_floor():
+    rng = np.random.default_rng(6)
+    inst = random_instance(rng, 5)
+    eps = 0.7
+    rows = dprivacy_rows(inst.metric, eps)
+    top = ref_lp(-np.diag(inst.prior), rows)
+    best_truth = -top.fun  # the largest Pr[report = truth]
+    loss_at_top = float(inst.prior @ (inst.loss * top.x.reshape(5, 5)).sum(axis=1))
+    best_loss = ref_lp(inst.prior[:, None] * inst.loss, rows).fun  # the smallest expected loss
+    # minimise the expected distance with a floor on Pr[report = truth] ...
+    floor = truth_floor(inst.prior, 0.8 * best_truth)
+    res = solve(DPrivacy(inst, eps), prior=inst.prior, loss=inst.loss, extra_rows=[floor])
+    lp = ref_lp(inst.prior[:, None] * inst.loss, dprivacy_rows(inst.metric, eps), extra=[floor])
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7)
+    assert res.objective > best_loss + 1e-6  # the floor binds
+    assert float((inst.prior * np.diag(res.mechanism.matrix)).sum()) >= 0.8 * best_truth - 1e-7
+    # ... and maximise Pr[report = truth] under an expected-loss cap (costs = −p_i on the diagonal)
+    C = -np.diag(inst.prior)
+    cap_value = 0.5 * (best_loss + loss_at_top)
+    cap = loss_cap(inst.prior, inst.loss, cap_value)
+    res2 = solve(DPrivacy(inst, eps), C, extra_rows=[cap])
+    lp2 = ref_lp(C, dprivacy_rows(inst.metric, eps), extra=[cap])
+    assert res2.objective == pytest.approx(lp2.fun, rel=1e-7)
+    assert -res2.objective < best_truth - 1e-6  # the cap binds
+    assert res2.mechanism.expected_loss(inst.prior, inst.loss) <= cap_value + 1e-7
+    # the declarative model gives the same optimum with the same extra row
+    res3 = solve(DPrivacy(inst, eps), C, extra_rows=[cap], method="pyomo")
+    assert res3.objective == pytest.approx(lp2.fun, rel=1e-7)
+
+
+def test_pyomo_model_extended_by_the_user_equals_extra_row():
+    import pyomo.environ as pyo
+
+    from lpmech.design.pyomo import build_pyomo, solve_model
+
+    rng = np.random.default_rng(7)
+    inst = random_instance(rng, 4)
+    eps = 1.0
+    model = build_pyomo(DPrivacy(inst, eps), prior=inst.prior, loss=inst.loss)
+    model.mine = pyo.Constraint(expr=sum(model.z[i, 0] for i in model.I) >= 1.2)  # output 0 used
+    res = solve_model(model)
+    A = np.zeros((4, 4))
+    A[:, 0] = 1.0
+    lp = ref_lp(inst.prior[:, None] * inst.loss, dprivacy_rows(inst.metric, eps),
+                extra=[(A, 1.2, math.inf)])
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7)
+
+
+def test_exclusion_zone():
+    rng = np.random.default_rng(8)
+    K = 5
+    d = li.line(K).metric
+    C = rng.random((K, K))
+    # with ε-LDP a zero entry forces its column to zero: "never report the truth" is infeasible
+    with pytest.raises(InfeasibleError):
+        solve(LDP(K, 1.0) & Exclusion(d, 0.0), C)
+    assert ref_lp(C, np.zeros((0, K)), zeros=d <= 0).status == 0  # feasible without LDP ...
+    e = np.eye(K)
+    ldp_rows = np.array([e[i] - math.exp(1.0) * e[j] for i in range(K) for j in range(K) if i != j])
+    assert ref_lp(C, ldp_rows, zeros=d <= 0).status == 2  # ... and infeasible with it
+    # with a factor notion that links only inputs 0 and 4, an exclusion of r = 1 is feasible
+    F = np.zeros((K, K))
+    F[0, 4] = F[4, 0] = 0.5
+    res = solve(Factor(F) & Exclusion(d, 1.0), C)
+    zone = d <= 1.0
+    assert res.mechanism.matrix[zone].max() == 0.0
+    rows = [np.eye(K)[i] * F[i, j] - np.eye(K)[j] for i, j in zip(*np.nonzero(F))]
+    assert res.objective == pytest.approx(ref_lp(C, np.array(rows), zeros=zone).fun, rel=1e-8)
+
+
+# ------------------------------------------------------------------ certification
+
+
+def test_repair_of_solver_noise_and_failed_certificate():
+    rng = np.random.default_rng(9)
+    inst = random_instance(rng, 6)
+    eps = 1.0
+    notion = DPrivacy(inst, eps) & LIP(inst.prior, 1.5)
+    res = solve(notion, prior=inst.prior, loss=inst.loss)
+    problem = Problem.make(notion, prior=inst.prior, loss=inst.loss)
+    noisy = res.mechanism.matrix + rng.uniform(-1e-10, 1e-10, size=(6, 6))
+    Z, certs, _ = certify_matrix(problem, noisy)
+    assert all(c.satisfied for c in certs)
+    assert realized_epsilon(Z, inst.metric) <= eps * (1 + 1e-6)
+    assert lip.lip_epsilon(Z, inst.prior) <= 1.5 * (1 + 1e-6)
+    assert abs(float((problem.C * Z).sum()) - res.objective) < 1e-8
+    # a matrix far from its notion fails its certificate: the identity under v_0 ≥ v_1 (column 1
+    # has v_1 = 1 > v_0 = 0, and no shift fixes a row that is tight at the all-ones column)
+    A = np.zeros((1, 6))
+    A[0, :2] = [-1.0, 1.0]
+    with pytest.raises(CertificationError, match="certificate"):
+        certify_matrix(Problem.make(Rows(A), np.eye(6)), np.eye(6))
+    with pytest.raises(CertificationError):
+        certify_matrix(Problem.make(LDP(6, 1.0), np.ones((6, 6))), np.eye(6) + 0.01)
+
+
+def test_bad_input():
+    with pytest.raises(InputError):
+        solve(LDP(3, 1.0), np.ones((4, 3)))
+    with pytest.raises(InputError):
+        solve(LDP(3, 1.0), np.ones((3, 3)), prior=np.ones(3) / 3)
+    with pytest.raises(InputError):
+        Factor(np.full((3, 3), 2.0))
+    with pytest.raises(InputError):
+        solve(LDP(3, 1.0), np.ones((3, 3)), method="simplex-please")
+    with pytest.raises(InputError):
+        DPrivacy(np.ones((3, 3)), 1.0) & LDP(4, 1.0)
+    assert isinstance(LIP(np.ones(3) / 3, 1.0).rows(), sp.csr_matrix)
+
+
+# ------------------------------------------------------------------ decomposition vs full LP
+
+
+@pytest.mark.parametrize("which", ["factor", "composed"])
+def test_decomposition_equals_full(which):
+    rng = np.random.default_rng(10)
+    inst = li.grid(4, 3).with_prior(rng.dirichlet(np.ones(12)))
+    if which == "factor":
+        notion = Factor(np.exp(-0.9 * inst.metric) * (inst.metric <= 1.5), name="near-factor")
+    else:
+        notion = DPrivacy(inst, 1.0) & LIP(inst.prior, 1.0)
+    full = solve(notion, prior=inst.prior, loss=inst.loss, method="full")
+    dec = solve(notion, prior=inst.prior, loss=inst.loss, method="decomposition", workers=1)
+    assert dec.stats["method"] == "decomposition"
+    assert dec.objective == pytest.approx(full.objective, rel=1e-6)
+    assert dec.bound <= full.objective + 1e-9
+    assert all(c["satisfied"] for c in dec.stats["certificates"])
