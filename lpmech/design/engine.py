@@ -274,7 +274,20 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
     :class:`CertificationError` for a matrix that fails a certificate.
     """
     if res.status != "optimal" or raw is None:
+        if res.status in ("time_limit", "iteration_limit") and raw is not None:
+            try:  # a stop at a limit still hands over its best mechanism, certified
+                _attach(res, problem, raw)
+            except CertificationError:
+                res.mechanism = res.certificate = None
         raise_for_status(res, problem.name)
+    _attach(res, problem, raw)
+    gap_ok = res.optimality.gap_abs is not None and (
+        res.optimality.gap_rel <= gap_tol or res.optimality.gap_abs <= 1e-9)
+    res.status = "optimal" if gap_ok else "feasible"
+    return res
+
+
+def _attach(res: Result, problem: Problem, raw) -> None:
     bound = None if res.optimality is None else res.optimality.bound
     Z, certs, viol = certify_matrix(problem, raw)
     primary = next((c for c in certs if not c.satisfied), certs[0])
@@ -288,10 +301,6 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
         res.stats[f"realized[{c.notion}]"] = c.realized
     res.stats.update(notion=problem.notion.name, K=problem.K, n=problem.n,
                      extra_rows=len(problem.extra_rows), extra_row_violation=viol)
-    gap_ok = res.optimality.gap_abs is not None and (
-        res.optimality.gap_rel <= gap_tol or res.optimality.gap_abs <= 1e-9)
-    res.status = "optimal" if gap_ok else "feasible"
-    return res
 
 
 # --------------------------------------------------------------------------------------- solve
