@@ -15,6 +15,18 @@ is used. Sub-benchmarks (each writes ``benchmarks/results/lrgeo_<name>.csv`` and
 * ``fig10a`` — approximation ratio (LR-Geo objective / relaxed lower bound (29)–(30)) against Γ,
   for the "nearest" and the "random" (authors' code) LR-set selections.
 * ``fig11``  — GV ratio (32) and GVE (33) across users against the number of users (Figs 11–12).
+* ``fig10b`` — approximation ratio (LR-Geo objective under the table's upper costs ĉ (25) /
+  relaxed bound (29)–(30) under its lower costs c̃ (31)) against the cost table's cell size.
+* ``fig13``  — the §4.7 attack: for each coefficient ĉ a user uploads, the number of table rows
+  whose β lies in the interval the server must search, against the cell size.
+
+Figs 10(b) and 13 need a cost reference table *finer* than the locations (the paper: 1.2 km
+locations, a 0.05–0.275 km table); our road data has nothing finer than the 0.49 km Rome cells, so
+both use a synthetic fine road network (:func:`fine_network`: a jittered lattice of
+``--fine-spacing`` km with 8-neighbour roads of detour U(1, 1.3)), the K locations a coarse
+sub-lattice of its nodes (``--coarse`` per side, ``--coarse-spacing`` km apart, Rome-like) and the
+table one network node per cell (:class:`FineTable`). Targets are the K locations (uniform), as in
+the other sub-benchmarks; c̃ ≤ c ≤ ĉ then holds exactly by the triangle inequality.
 
 Expected cost = the mean over users of Σ_k z_{m,k} E_l|tc(v_m, v_l) − tc(v_k, v_l)| for the row the
 user samples from (targets uniform over the K cells), the same quantity for every method. Times are
@@ -30,10 +42,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import dijkstra
 
 from lpmech import datasets as ds
 from lpmech.io import write_csv
 from lpmech.models import baselines, lrgeo, omg
+from lpmech.solvers.highs import solve_lp
 
 OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_ROME = Path(__file__).resolve().parents[2] / "shared" / "data" / "rome"
@@ -242,11 +257,220 @@ def fig11(grid, args, P):
     fig("fig11", draw)
 
 
+# ------------------------------------------------------------- Figs 10(b) and 13: the fine table
+
+
+def fine_network(side_km: float, spacing_km: float, rng: np.random.Generator,
+                 detour=(1.0, 1.3)):
+    """A road network finer than the locations: nodes on a ``spacing_km`` lattice over a square of
+    ``side_km`` (jittered by up to a quarter spacing), roads to the 4- and diagonal neighbours with
+    length = Euclidean length × U(``detour``). Returns (xy km, symmetric sparse road graph)."""
+    n = round(side_km / spacing_km) + 1
+    r, c = np.divmod(np.arange(n * n), n)
+    xy = np.column_stack([c, r]) * spacing_km + rng.uniform(-0.25, 0.25, (n * n, 2)) * spacing_km
+    us, vs = [], []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        ok = (r + dr < n) & (c + dc >= 0) & (c + dc < n)
+        a = np.flatnonzero(ok)
+        us.append(a)
+        vs.append((r[a] + dr) * n + c[a] + dc)
+    u, v = np.concatenate(us), np.concatenate(vs)
+    w = np.linalg.norm(xy[u] - xy[v], axis=1) * rng.uniform(*detour, u.size)
+    g = coo_matrix((np.r_[w, w], (np.r_[u, v], np.r_[v, u])), shape=(n * n,) * 2).tocsr()
+    return xy, g
+
+
+def coarse_nodes(xy, per_side: int, spacing_km: float) -> np.ndarray:
+    """The network nodes nearest a ``per_side``² lattice of ``spacing_km`` centred in the network."""
+    mid = (xy.max(0) + xy.min(0)) / 2
+    ticks = (np.arange(per_side) - (per_side - 1) / 2) * spacing_km
+    pts = np.stack(np.meshgrid(ticks, ticks), -1).reshape(-1, 2) + mid
+    return np.array([int(np.argmin(np.linalg.norm(xy - p, axis=1))) for p in pts])
+
+
+class FineTable:
+    """The §4.5 cost reference table on a fine road network (one node per ``cell_km`` square, the
+    node nearest the square's centre), for locations ``loc`` (network nodes, also the targets).
+
+    ``D[l, j]`` is the road distance from location l to network node j (Dijkstra from the
+    locations). Each location snaps to the table node nearest by road (``snap``, ``s``), and
+    β(a, b) = Σ_l q_l |D[l, a] − D[l, b]| (targets at their exact locations), so
+    c̃ = max(0, β − s_i − s_k) ≤ c ≤ β + s_i + s_k = ĉ (eqs. (25), (31), Lemmas B.1–B.2)."""
+
+    def __init__(self, xy, graph, loc, cell_km: float, D=None):
+        self.cell = float(cell_km)
+        self.loc = np.asarray(loc)
+        self.D = dijkstra(graph, directed=False, indices=self.loc) if D is None else D
+        b = np.floor((xy - xy.min(0)) / cell_km).astype(np.int64)
+        off = np.linalg.norm(xy - xy.min(0) - (b + 0.5) * cell_km, axis=1)
+        key = b[:, 0] * (b[:, 1].max() + 1) + b[:, 1]
+        order = np.lexsort((off, key))
+        first = np.r_[True, key[order][1:] != key[order][:-1]]
+        self.ref = np.sort(order[first])
+        Dr = self.D[:, self.ref]
+        pick = Dr.argmin(axis=1)
+        self.snap = self.ref[pick]
+        self.s = Dr[np.arange(len(self.loc)), pick]
+
+    @property
+    def travel_cost(self) -> np.ndarray:
+        """Road distances between the locations (K×K)."""
+        return self.D[:, self.loc]
+
+    def beta(self, a, b, q) -> np.ndarray:
+        """β for table nodes ``a`` (rows) × ``b`` (columns) under target weights q."""
+        Da, Db = self.D[:, np.asarray(a)], self.D[:, np.asarray(b)]
+        out = np.zeros((Da.shape[1], Db.shape[1]))
+        step = max(1, 4_000_000 // max(1, out.size))
+        for s0 in range(0, len(q), step):
+            sl = slice(s0, s0 + step)
+            out += np.einsum("l,lab->ab", q[sl], np.abs(Da[sl, :, None] - Db[sl, None, :]))
+        return out
+
+    def costs(self, rows, cols, q, *, zero_diagonal: bool = False):
+        """(true c, upper ĉ, lower c̃) for locations ``rows`` × ``cols`` (without p_i).
+
+        (25) gives ĉ_ii = 2 s_i > 0 for reporting the true location, whose cost c_ii = 0 the user
+        knows without the table; ``zero_diagonal=True`` uses that (ĉ_ii = c̃_ii = 0)."""
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        tc = self.travel_cost
+        true = lrgeo.travel_error(tc, q, rows, cols)
+        beta = self.beta(self.snap[rows], self.snap[cols], q)
+        s = self.s[rows][:, None] + self.s[cols][None, :]
+        up, low = beta + s, np.maximum(beta - s, 0.0)
+        if zero_diagonal:
+            same = rows[:, None] == cols[None, :]
+            up[same] = low[same] = 0.0
+        return true, up, low
+
+    def all_betas(self, q) -> np.ndarray:
+        """β of every table row (every ordered pair of table nodes), sorted."""
+        return np.sort(self.beta(self.ref, self.ref, q).ravel())
+
+
+def matched_rows(betas_sorted: np.ndarray, lo, hi) -> np.ndarray:
+    """How many table rows have β in [lo, hi], for arrays of intervals."""
+    return (np.searchsorted(betas_sorted, hi, side="right")
+            - np.searchsorted(betas_sorted, lo, side="left"))
+
+
+def fine_setup(args):
+    """(fine network xy, graph, location nodes, a RoadGrid of the locations)."""
+    xy, g = fine_network((args.coarse + 1) * args.coarse_spacing, args.fine_spacing,
+                         np.random.default_rng(args.fine_seed))
+    loc = coarse_nodes(xy, args.coarse, args.coarse_spacing)
+    D = dijkstra(g, directed=False, indices=loc)
+    P = xy[loc]
+    metric = np.linalg.norm(P[:, None] - P[None], axis=2)
+    grid = ds.RoadGrid(P, metric, D[:, loc], np.arange(len(loc)), name="coarse locations")
+    return xy, g, loc, D, grid
+
+
+def table_structure(grid, users, P, table: FineTable, *, zero_diagonal: bool = False):
+    """LR structure of ``users`` with the fine table's (true, upper, lower) cost coefficients."""
+    s = lrgeo.build_structure(grid, users, P.replace(table_cell=None))
+    for u in s.users:
+        true, up, low = table.costs(u.N, u.cols, s.targets, zero_diagonal=zero_diagonal)
+        u.cost = {"true": u.p[:, None] * true, "upper": u.p[:, None] * up,
+                  "lower": u.p[:, None] * low}
+    return s
+
+
+def clr_value(structure, costs: str) -> float:
+    """CLR-Geo's optimum under the coefficients ``costs``, by the monolithic LP."""
+    res = solve_lp(*lrgeo.clr_problem(structure, costs=costs).problem.as_lp())
+    if res.status != "optimal":
+        raise RuntimeError(f"CLR-Geo LP ended {res.status}")
+    return float(res.objective)
+
+
+def fig10b(grid, args, P):
+    xy, g, loc, D, vgrid = fine_setup(args)
+    users = np.sort(np.random.default_rng(10).choice(vgrid.K, args.users, replace=False))
+    base = table_structure(vgrid, users, P, FineTable(xy, g, loc, args.fine_spacing / 2, D))
+    exact = clr_value(base, "true")
+    rows = []
+    for cell in args.cells:
+        t0 = time.perf_counter()
+        table = FineTable(xy, g, loc, cell, D)
+        rec = {"cell_km": cell, "table_nodes": table.ref.size,
+               "mean_snap_km": float(table.s.mean()), "max_snap_km": float(table.s.max()),
+               "lr_geo_true": exact}
+        for tag, zd in (("", False), ("_zero_diag", True)):
+            s = table_structure(vgrid, users, P, table, zero_diagonal=zd)
+            up = clr_value(s, "upper")
+            low = lrgeo.solve_relaxed(s, costs="lower")
+            rec.update({f"lr_geo_upper{tag}": up, f"relaxed_lower{tag}": low,
+                        f"approximation_ratio{tag}": up / low if low > 0 else float("inf"),
+                        f"upper_over_true{tag}": up / exact})
+        rec["s"] = time.perf_counter() - t0
+        rows.append(rec)
+        print({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()})
+    write("fig10b", rows)
+
+    def draw(a1):
+        x = [r["cell_km"] for r in rows]
+        a1.plot(x, [r["approximation_ratio"] for r in rows], "o-",
+                label="LR-Geo(ĉ) / relaxed(c̃), (25) and (31) as printed")
+        a1.plot(x, [r["approximation_ratio_zero_diag"] for r in rows], "s-",
+                label="same, c_ii = 0 known to the user")
+        a1.plot(x, [r["upper_over_true_zero_diag"] for r in rows], "^--",
+                label="LR-Geo(ĉ) / LR-Geo(c), c_ii = 0")
+        a1.set(xlabel="cost table cell size (km)", ylabel="ratio", yscale="log",
+               title=f"Fig. 10(b), {vgrid.K} locations, {args.users} users")
+        a1.legend(fontsize=8)
+
+    fig("fig10b", draw)
+
+
+def fig13(grid, args, P):
+    xy, g, loc, D, vgrid = fine_setup(args)
+    rng = np.random.default_rng(13)
+    users = rng.choice(vgrid.K, args.uploads)
+    q = np.full(vgrid.K, 1.0 / vgrid.K)
+    rows = []
+    for cell in args.cells:
+        t0 = time.perf_counter()
+        table = FineTable(xy, g, loc, cell, D)
+        betas = table.all_betas(q)
+        s = lrgeo.build_structure(vgrid, users, P.replace(table_cell=None))
+        c_hat, b_true = [], []
+        for u in s.users:  # the coefficients each user uploads, p_i omitted as in Fig. 8
+            _, up, _ = table.costs(u.N, u.O, q)
+            c_hat.append(up.ravel())
+            b_true.append(table.beta(table.snap[u.N], table.snap[u.O], q).ravel())
+        c_hat, b_true = np.concatenate(c_hat), np.concatenate(b_true)
+        half_diag = cell / np.sqrt(2)
+        smax = float(table.s.max())
+        paper = matched_rows(betas, c_hat - half_diag, c_hat + half_diag)
+        consistent = matched_rows(betas, c_hat - 2 * smax, c_hat)
+        rows.append({"cell_km": cell, "table_nodes": table.ref.size, "table_rows": betas.size,
+                     "coefficients": c_hat.size, "mean_matched_paper": float(paper.mean()),
+                     "median_matched_paper": float(np.median(paper)),
+                     "paper_interval_holds_true_beta": float(np.mean(np.abs(c_hat - b_true)
+                                                                     <= half_diag)),
+                     "mean_matched_consistent": float(consistent.mean()),
+                     "max_snap_km": smax, "s": time.perf_counter() - t0})
+        print(rows[-1])
+    write("fig13", rows)
+
+    def draw(a1):
+        a1.plot([r["cell_km"] for r in rows], [r["mean_matched_paper"] for r in rows], "o-",
+                label="β in [ĉ − δmax, ĉ + δmax] (paper)")
+        a1.plot([r["cell_km"] for r in rows], [r["mean_matched_consistent"] for r in rows], "s--",
+                label="β in [ĉ − 2 s_max, ĉ] (consistent)")
+        a1.set(xlabel="cost table cell size (km)", ylabel="matched table rows per coefficient",
+               yscale="log", title=f"Fig. 13, {args.uploads} uploaded cost matrices")
+        a1.legend(fontsize=8)
+
+    fig("fig13", draw)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rome-dir", default=str(DEFAULT_ROME))
-    ap.add_argument("--only", nargs="+", default=["table", "fig9", "fig10a", "fig11"],
-                    choices=["table", "fig9", "fig10a", "fig11"])
+    ap.add_argument("--only", nargs="+", default=["table", "fig9", "fig10a", "fig11", "fig10b", "fig13"],
+                    choices=["table", "fig9", "fig10a", "fig11", "fig10b", "fig13"])
     ap.add_argument("--epsilon", type=float, default=10.0)
     ap.add_argument("--gamma", type=float, default=1.0)
     ap.add_argument("--users", type=int, default=4, help="users for Tables 1-2, Fig. 9(a), 10(a)")
@@ -261,6 +485,18 @@ def main(argv=None):
     ap.add_argument("--Gammas", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0, 20.0])
     ap.add_argument("--fig11-users", type=int, nargs="+", default=[2, 4, 6, 8, 10])
     ap.add_argument("--serial", action="store_true", help="solve subproblems in-process")
+    ap.add_argument("--cells", type=float, nargs="+",
+                    default=[0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25, 0.275],
+                    help="cost-table cell sizes (km) for Figs 10(b) and 13 (paper: 0.05-0.275)")
+    ap.add_argument("--fine-spacing", type=float, default=0.025,
+                    help="node spacing (km) of the fine road network of Figs 10(b), 13")
+    ap.add_argument("--coarse", type=int, default=6,
+                    help="locations per side for Figs 10(b), 13 (K = coarse^2)")
+    ap.add_argument("--coarse-spacing", type=float, default=0.5,
+                    help="spacing (km) of the locations for Figs 10(b), 13 (Rome: 0.49)")
+    ap.add_argument("--fine-seed", type=int, default=0, help="seed of the fine road network")
+    ap.add_argument("--uploads", type=int, default=100,
+                    help="Fig. 13: users uploading a cost matrix (paper: 100)")
     args = ap.parse_args(argv)
     args.executor = "serial" if args.serial else None
     P = lrgeo.LRGeoParams(epsilon=args.epsilon, gamma=args.gamma)
@@ -269,7 +505,8 @@ def main(argv=None):
     print(grid)
     for name in args.only:
         t0 = time.perf_counter()
-        {"table": table, "fig9": fig9, "fig10a": fig10a, "fig11": fig11}[name](grid, args, P)
+        {"table": table, "fig9": fig9, "fig10a": fig10a, "fig11": fig11, "fig10b": fig10b,
+         "fig13": fig13}[name](grid, args, P)
         print(f"[{name}] {time.perf_counter() - t0:.1f} s")
 
 
