@@ -1,0 +1,115 @@
+"""The numbers behind benchmarks/lrgeo_paper.py Figs 10(b) and 13 (seed 002 §4.5, §4.7, §5.3.2),
+each checked against an independent computation: networkx shortest paths and plain loops for the
+fine cost table and its bounds (25)/(31), a brute-force count of matched table rows, the Fig. 8(a)
+worked example, and the declarative Pyomo model for the CLR-Geo optimum the ratio is made of."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from lpmech.models import lrgeo
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "lrgeo_paper.py"
+_SPEC = importlib.util.spec_from_file_location("lrgeo_paper", _PATH)
+bench = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench)
+
+
+class Args:
+    coarse, coarse_spacing, fine_spacing, fine_seed = 3, 0.3, 0.05, 4
+
+
+@pytest.fixture(scope="module")
+def setup():
+    xy, g, loc, D, grid = bench.fine_setup(Args)
+    G = nx.Graph()
+    coo = g.tocoo()
+    G.add_weighted_edges_from((int(a), int(b), float(w)) for a, b, w in zip(coo.row, coo.col, coo.data))
+    sp = {int(v): nx.single_source_dijkstra_path_length(G, int(v)) for v in loc}
+    return xy, g, loc, D, grid, sp
+
+
+def test_fine_table_distances_snaps_and_bounds_by_loops(setup):
+    xy, g, loc, D, _, sp = setup
+    table = bench.FineTable(xy, g, loc, 0.14, D)
+    K = len(loc)
+    for a, v in enumerate(loc):  # road distances from networkx
+        assert np.allclose(D[a], [sp[int(v)][j] for j in range(len(xy))])
+    # table nodes: one per occupied 0.14 km square (the node nearest the square's centre)
+    b = np.floor((xy - xy.min(0)) / 0.14).astype(int)
+    assert table.ref.size == len({tuple(r) for r in b})
+    q = np.random.default_rng(0).dirichlet(np.ones(K))
+    rows, cols = np.arange(K), np.arange(K)[::-1]
+    true, up, low = table.costs(rows, cols, q)
+    for x, i in enumerate(rows):
+        vi = int(loc[i])
+        si = min(sp[vi][int(r)] for r in table.ref)  # snap = nearest table node by road
+        hat_i = min(table.ref, key=lambda r: (sp[vi][int(r)], r))
+        assert table.s[i] == pytest.approx(si)
+        for y, k in enumerate(cols):
+            vk = int(loc[k])
+            sk = min(sp[vk][int(r)] for r in table.ref)
+            hat_k = min(table.ref, key=lambda r: (sp[vk][int(r)], r))
+            c = sum(q[t] * abs(sp[vi][int(loc[t])] - sp[vk][int(loc[t])]) for t in range(K))
+            beta = sum(q[t] * abs(sp[int(loc[t])][int(hat_i)] - sp[int(loc[t])][int(hat_k)])
+                       for t in range(K))
+            assert true[x, y] == pytest.approx(c, abs=1e-12)
+            assert up[x, y] == pytest.approx(beta + si + sk, abs=1e-12)
+            assert low[x, y] == pytest.approx(max(0.0, beta - si - sk), abs=1e-12)
+    assert (low <= true + 1e-12).all() and (true <= up + 1e-12).all()  # Lemmas B.1, B.2
+    _, up0, low0 = table.costs(rows, rows, q, zero_diagonal=True)
+    assert (np.diag(up0) == 0).all() and (np.diag(low0) == 0).all()
+
+
+def test_matched_rows_equals_brute_force_count(setup):
+    xy, g, loc, D, _, sp = setup
+    table = bench.FineTable(xy, g, loc, 0.2, D)
+    q = np.full(len(loc), 1 / len(loc))
+    betas = table.all_betas(q)
+    raw = [sum(q[t] * abs(sp[int(loc[t])][int(a)] - sp[int(loc[t])][int(b)]) for t in range(len(loc)))
+           for a in table.ref for b in table.ref]
+    assert np.allclose(np.sort(raw), betas)
+    c_hat = np.random.default_rng(1).uniform(0, betas.max(), 25)
+    lo, hi = c_hat - 0.05, c_hat + 0.03
+    brute = [sum(1 for v in raw if a - 1e-12 <= v <= b + 1e-12) for a, b in zip(lo, hi)]
+    assert bench.matched_rows(betas, lo, hi).tolist() == brute
+
+
+def test_fig8a_worked_example():
+    # ĉ = 197 + 1 + 2 = 200 m, δmax = 20√2 = 28.28 m: the paper searches [171.72, 228.28] and finds
+    # the true β = 197 among others (205, 182); 240 and 170 are outside
+    betas = np.sort(np.array([197.0, 205.0, 182.0, 240.0, 170.0]))
+    dmax = 20 * math.sqrt(2)
+    assert (200 - dmax, 200 + dmax) == pytest.approx((171.72, 228.28), abs=5e-3)
+    assert bench.matched_rows(betas, np.array([200 - dmax]), np.array([200 + dmax]))[0] == 3
+    # the consistent interval [ĉ − 2δmax, ĉ] (ĉ − β = snap distances ∈ [0, 2δmax]) keeps 197, 182
+    # and 170 and drops 205, which no snap can explain
+    assert bench.matched_rows(betas, np.array([200 - 2 * dmax]), np.array([200.0]))[0] == 3
+
+
+def test_ratio_parts_fast_lp_equals_pyomo_and_orders(setup):
+    from lpmech.solvers.pyomo import solve_pyomo
+
+    xy, g, loc, D, grid, _ = setup
+    P = lrgeo.LRGeoParams(epsilon=10.0, gamma=0.5, r_obf=0.5, r_exp=0.35, Gamma=1.0, lr_cap=5)
+    users = np.array([0, 4, 8])
+    table = bench.FineTable(xy, g, loc, 0.15, D)
+    s = bench.table_structure(grid, users, P, table)
+    up = bench.clr_value(s, "upper")
+    model = lrgeo.build_pyomo(s, costs="upper")
+    assert solve_pyomo(model).status == "optimal"
+    import pyomo.environ as pyo
+
+    assert pyo.value(model.total) == pytest.approx(up, abs=1e-7)
+    true = bench.clr_value(s, "true")
+    low = lrgeo.solve_relaxed(s, costs="lower")
+    relaxed_true = lrgeo.solve_relaxed(s, costs="true")
+    # c̃ ≤ c ≤ ĉ and relaxing the ties can only lower the optimum: the ratio is ≥ 1
+    assert low <= relaxed_true + 1e-9 <= true + 2e-9 and true <= up + 1e-9
+    assert up / low >= 1
