@@ -296,3 +296,16 @@ def test_cli_ranges_matrix_file_and_errors(capsys, tmp_path):
     assert out["objective"] == pytest.approx(mm.es_closed_form(8, 3, 1.0), rel=1e-6)
     code, out = _run_json(capsys, "--m", "5", "--S", "9")
     assert code == 2 and out["error_type"] == "InputError"
+
+
+def test_program_epsilon_range_is_input_error_and_its_edges_solve():
+    with pytest.raises(InputError, match=r"epsilon 1e\+155 is outside the usable range"):
+        mm.es_metric(10, 3, 1e155)
+    with pytest.raises(InputError, match=r"epsilon 1e-300 is outside the usable range"):
+        mm.line_metric(10, 1e-300)
+    with pytest.raises(InputError, match="positive values in"):
+        mm.metric_from_matrix(1e-200 * mm.es_metric(5, 2, 1.0).matrix)
+    for eps in mm.EPS_RANGE:  # homogeneous: the optimum is the closed form at any usable ε
+        res = mm.solve_frequency(mm.es_metric(12, 3, eps))
+        assert res.objective == pytest.approx(mm.es_closed_form(12, 3, 1.0) / eps ** 2, rel=1e-6)
+        assert res.gap <= 1e-6

@@ -236,3 +236,44 @@ def test_fig2_hh_oue_baseline_variance_matches_monte_carlo():
     var = fig2.hh_oue_variance(1, m, eps, n, np.array([[[lo, hi]]]), [c], b=2)
     assert abs(est.mean() - c) <= 4.5 * math.sqrt(var / reps)
     assert est.var(ddof=1) == pytest.approx(var, rel=0.1)
+
+
+def test_usable_epsilon_range_keeps_every_variance_finite():
+    for D, n in ((1, 1), (3, 1000), (6, 10**6)):
+        lo, hi = rm.usable_epsilon_range(D, n)
+        assert math.isfinite(n * rm.kappa(lo) ** (2 * D)) and n * rm.kappa(lo) ** (2 * D) <= 1.01e300
+        assert n * (2 / (lo / 4)) ** (2 * D) > 1e300  # a quarter of it would overflow
+        assert rm.check_range_epsilon(lo * 1.001, D, n) == lo * 1.001 and hi == 700
+        with pytest.raises(InputError, match="usable range"):
+            rm.check_range_epsilon(lo / 4, D, n)
+    with pytest.raises(InputError, match=r"epsilon 1e\+155 is outside the usable range"):
+        rm.check_range_epsilon(1e155)
+    # no overflow near the top: p = e^{-ε}/(1 + e^{-ε}) > 0
+    assert rm.flip_probability(700.0) == pytest.approx(math.exp(-700.0), rel=1e-12)
+    assert rm.flip_probability(1.0) == pytest.approx(1 / (math.e + 1), rel=1e-15)
+
+
+def test_zipf_sample_and_random_ranges_follow_their_laws():
+    rng = np.random.default_rng(4)
+    X = rm.zipf_values(60_000, (5, 3), rng, 1.1)
+    for d, m in enumerate((5, 3)):
+        pmf = np.arange(1, m + 1) ** -1.1
+        pmf /= pmf.sum()
+        freq = np.bincount(X[:, d], minlength=m) / len(X)
+        assert np.all(np.abs(freq - pmf) <= 5 * np.sqrt(pmf * (1 - pmf) / len(X)))
+    R = rm.random_ranges(30_000, (4,), rng)[:, 0]
+    pairs = [(lo, hi) for lo in range(4) for hi in range(lo, 4)]  # the 10 intervals, uniform
+    counts = np.array([np.sum((R[:, 0] == lo) & (R[:, 1] == hi)) for lo, hi in pairs])
+    assert counts.sum() == 30_000
+    assert np.all(np.abs(counts - 3000) <= 5 * math.sqrt(3000 * 0.9))
+
+
+def test_true_quantile_is_the_smallest_value_reaching_p():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(5)
+    for x in (np.arange(10), rng.integers(0, 7, 37), np.array([3, 3, 3])):
+        for p in (0.1, 0.3, 0.5, 0.9, 1.0):
+            fp = Fraction(p).limit_denominator(1000)
+            want = min(v for v in set(x.tolist()) if Fraction(int((x <= v).sum()), len(x)) >= fp)
+            assert rm.true_quantile(x, p) == want
