@@ -244,6 +244,9 @@ def test_quantiles_against_the_definition(capsys, tmp_path):
      "--quantiles needs a one-dimensional domain (D = 1), got D = 2"),
     (["--mechanism", "range", "--quantiles", "0.5,1.5"], "every level must lie in (0, 1]"),
     (["--mechanism", "range", "--sizes", "4x4", "--m", "3"], "give either --sizes or --m/--D"),
+    (["--m", "6000"], "--m 6000 gives 6000 values, above the 5000 the Laplace mechanism's pair "
+                      "constraints allow; for D-dimensional range counting use --mechanism range"),
+    (["--metric", "l1", "--m", "20", "--D", "3"], "--m 20 --D 3 gives 8000 values"),
 ])
 def test_bad_input_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -174,6 +174,11 @@ def _metric(args):
     if kind != "es" and args.S is not None:
         raise InputError("--S applies only to --metric es")
     m = 100 if args.m is None else args.m
+    cells = m ** (1 if kind != "l1" or args.D is None else max(args.D, 1))
+    if cells > mm.MAX_DOMAIN:
+        raise InputError(f"--m {m}{'' if cells == m else f' --D {args.D}'} gives {cells} values, "
+                         f"above the {mm.MAX_DOMAIN} the Laplace mechanism's pair constraints allow; "
+                         "for D-dimensional range counting use --mechanism range")
     eps = _check_laplace_epsilon(args.epsilon)
     if kind == "es":
         return mm.es_metric(m, 10 if args.S is None else args.S, eps)
