@@ -247,6 +247,8 @@ def test_quantiles_against_the_definition(capsys, tmp_path):
     (["--m", "6000"], "--m 6000 gives 6000 values, above the 5000 the Laplace mechanism's pair "
                       "constraints allow; for D-dimensional range counting use --mechanism range"),
     (["--metric", "l1", "--m", "20", "--D", "3"], "--m 20 --D 3 gives 8000 values"),
+    (["--mechanism", "range", "--m", "1000", "--n", "100000", "--random-ranges", "1"],
+     "the reports of n = 100000 users hold n*sum(m_d) = 100,000,000 bits, above 50,000,000"),
 ])
 def test_bad_input_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -277,3 +277,24 @@ def test_true_quantile_is_the_smallest_value_reaching_p():
             fp = Fraction(p).limit_denominator(1000)
             want = min(v for v in set(x.tolist()) if Fraction(int((x <= v).sum()), len(x)) >= fp)
             assert rm.true_quantile(x, p) == want
+
+
+def test_sampled_bit_sums_have_the_encoders_distribution():
+    # o_k = Σ_i r_i[k]: mean q Σ_i b_i[k], variance n(1 − q²), independent columns; the O(m) sampler
+    # against those moments and against the encoder's own column sums
+    rng = np.random.default_rng(8)
+    m, eps, reps = 6, 0.9, 4000
+    x = rng.integers(0, m, 50)
+    b = np.where(np.arange(m)[None, :] < x[:, None], -1.0, 1.0).sum(axis=0)
+    q = math.tanh(eps / 2)
+    S = np.array([rm.sample_bit_sums(x, m, eps, rng).o for _ in range(reps)])
+    E = np.array([rm.encode(x[:, None], (m,), eps, rng).bits[0].sum(axis=0) for _ in range(reps)])
+    var = len(x) * (1 - q * q)
+    for sums in (S, E):
+        assert np.all(np.abs(sums.mean(0) - q * b) <= 4.5 * math.sqrt(var / reps))
+        assert np.all(np.abs(sums.var(0, ddof=1) / var - 1) <= 4.5 * math.sqrt(2 / reps))
+        C = np.corrcoef(sums[:, :-1].T)  # the last column is constant before flips, still random
+        assert np.all(np.abs(C[np.triu_indices(m - 1, 1)]) <= 4.5 / math.sqrt(reps))
+    rep = rm.encode(x[:, None], (m,), eps, rng)
+    for p in (0.2, 0.5, 0.8):
+        assert rm.quantile(rep, p) == rm.quantile(rm.bit_sums(rep), p)

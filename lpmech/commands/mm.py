@@ -27,6 +27,8 @@ from ..errors import CertificationError, InputError
 log = logging.getLogger("lpmech.commands.mm")
 
 METRICS = ("es", "line", "l1", "matrix")
+#: range queries sample every user's bits (int8 + a float64 uniform each while sampling)
+MAX_REPORT_BITS = 50_000_000
 MECHANISMS = ("laplace", "range")
 #: options of each mechanism (dest names), for "applies only to" messages
 _LAPLACE_ONLY = ("workload", "strategy", "metric", "distances", "allow_nonmetric", "S",
@@ -400,6 +402,11 @@ def _cmd_range(args) -> int:
         rng = np.random.default_rng(args.seed)
         sizes, X, source, w, R, ps = _range_inputs(args, rng)
         n, D = X.shape
+        if R.shape[0] and n * sum(sizes) > MAX_REPORT_BITS:
+            raise InputError(f"the reports of n = {n} users hold n*sum(m_d) = {n * sum(sizes):,} bits, "
+                             f"above {MAX_REPORT_BITS:,} (about {MAX_REPORT_BITS * 9 // 2**30} GiB to "
+                             "sample them); use fewer users or smaller --sizes (--quantiles alone "
+                             "needs only the column sums and has no such limit)")
         delta_w = 1.0 if w is None else max(float(np.abs(w).max()), 1e-300)
         try:
             eps = rm.check_range_epsilon(args.epsilon, D, n, delta_w)
@@ -475,7 +482,7 @@ def _quantiles(X, sizes, eps, ps, rng, args) -> list[dict]:
     x = X[:, 0]
     union = rm.quantile_error_bound(eps, n, m, args.delta, kind="union")
     paper = rm.quantile_error_bound(eps, n, m, args.delta, kind="paper") if m >= 2 else None
-    runs = [rm.encode(X, sizes, eps, rng) for _ in range(args.repeat)]
+    runs = [rm.sample_bit_sums(x, m, eps, rng) for _ in range(args.repeat)]  # O(m) memory
     out = []
     for p in ps:
         est = [rm.quantile(rep, p) for rep in runs]

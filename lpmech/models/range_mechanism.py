@@ -405,28 +405,68 @@ def private_weighted_variance(X, w, delta: float, ranges, sizes, epsilon: float)
 # ------------------------------------------------------------------------ quantiles (§4.4)
 
 
-def percentiles_hat(rep: Reports) -> np.ndarray:
-    """σ̂ over j = 0..m (1-D reports): σ̂(0) = 0, σ̂(j) = κ(o_j + o_m)/(2n) for j < m, and σ̂(m) = 1
-    (the collector knows n; the paper's κ o_m/n is its noisy estimate, spec §5.15)."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class BitSums:
+    """What quantiles need from 1-D reports: the column sums o_k = Σ_i r_i[k] (k = 0..m−1)."""
+
+    o: np.ndarray
+    n: int
+    epsilon: float
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return (self.o.size,)
+
+    @property
+    def D(self) -> int:
+        return 1
+
+
+def bit_sums(rep) -> BitSums:
+    """The :class:`BitSums` of 1-D :class:`Reports` (a BitSums is returned as is)."""
+    if isinstance(rep, BitSums):
+        return rep
     if rep.D != 1:
         raise InputError("quantiles need one-dimensional reports (D = 1)")
-    m = rep.sizes[0]
-    o = rep.bits[0].sum(axis=0).astype(float)
+    return BitSums(rep.bits[0].sum(axis=0).astype(float), rep.n, rep.epsilon)
+
+
+def sample_bit_sums(x, m: int, epsilon: float, rng: np.random.Generator) -> BitSums:
+    """Column sums of :func:`encode`'s 1-D reports, drawn directly in O(m) memory with the same
+    distribution: column k has c_k = #{x_i ≤ k} bits +1 and n − c_k bits −1 before the flips, each
+    flipped independently w.p. p, so o_k = (c_k − 2F⁺) − (n − c_k − 2F⁻) with F^± ~ Bin(·, p),
+    independent across k (every bit is flipped independently)."""
+    if not isinstance(rng, np.random.Generator):
+        raise InputError("rng must be a numpy.random.Generator")
+    X = check_values(np.asarray(x).reshape(-1, 1), (m,))
+    n = X.shape[0]
+    c = np.cumsum(np.bincount(X[:, 0], minlength=m))  # bits +1 in column k: x_i ≤ k
+    p = flip_probability(epsilon)
+    o = (c - 2 * rng.binomial(c, p)) - ((n - c) - 2 * rng.binomial(n - c, p))
+    return BitSums(o.astype(float), n, float(epsilon))
+
+
+def percentiles_hat(rep) -> np.ndarray:
+    """σ̂ over j = 0..m (1-D reports or their :class:`BitSums`): σ̂(0) = 0, σ̂(j) = κ(o_j + o_m)/(2n)
+    for j < m, and σ̂(m) = 1 (the collector knows n; the paper's κ o_m/n is its noisy estimate,
+    spec §5.15)."""
+    b = bit_sums(rep)
+    m, o = b.o.size, b.o
     sig = np.empty(m + 1)
     sig[0] = 0.0
-    sig[1:m] = kappa(rep.epsilon) * (o[:m - 1] + o[m - 1]) / (2 * rep.n)
+    sig[1:m] = kappa(b.epsilon) * (o[:m - 1] + o[m - 1]) / (2 * b.n)
     sig[m] = 1.0
     return sig
 
 
-def quantile(rep: Reports, p: float, *, scan_width: int = 10) -> int:
+def quantile(rep, p: float, *, scan_width: int = 10) -> int:
     """The estimated p-quantile (0-based value) by binary search on σ̂, then a linear scan once
     R − L ≤ ``scan_width`` (§4.4). Invariant σ̂(L) < p ≤ σ̂(R) (L = 0, R = m at the start), so the
     scan always finds j with σ̂(j−1) < p ≤ σ̂(j); the answer is value j − 1."""
     if not 0 < p <= 1:
         raise InputError(f"p must be in (0, 1], got {p!r}")
     sig = percentiles_hat(rep)
-    lo, hi = 0, rep.sizes[0]
+    lo, hi = 0, sig.size - 1
     while hi - lo > scan_width:
         mid = (lo + hi + 1) // 2
         if sig[mid] < p:
