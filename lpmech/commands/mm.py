@@ -52,8 +52,9 @@ range it prints the estimate, the true count, the exact variance Var[c^(R)] and 
 Theorem 2-4 expression kappa^(2D) 2^(-D_R) (1 - q^(2D)) n Delta^2 (constant 1) side by side: the
 paper's expression ignores covariances and is NOT an upper bound (they agree on the whole domain;
 valid_bound is a proved one). Status closed_form: the mechanism is given in closed form, nothing is
-optimised, so there is no bound or gap. Usable epsilon: [2 atanh((n/1e300)^(1/2D)), 700] (the
-variances grow as n coth(epsilon/2)^(2D)); the message of a bad epsilon gives the range.
+optimised, so there is no bound or gap. Usable epsilon: [2 atanh((n w^2/1e300)^(1/2D)), 700] (the
+variances grow as n w^2 coth(epsilon/2)^(2D), w = max|weight| or 1); a bad epsilon's message
+gives the range.
 Values and ranges are 0-based: x[d] in 0..m_d-1, a range is (l, r) inclusive."""
 
 
