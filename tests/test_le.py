@@ -286,3 +286,46 @@ def test_cli_estimate_recovers_expected_counts(capsys, tmp_path):
     code, _, err = _run(capsys, ["le", "--grid", "4x3", "--out", str(tmp_path / "x.npy")])
     assert code == 2 and "--estimate" in err
     assert not (tmp_path / "x.npy").exists()
+
+
+# ------------------------------------------- issue 11: LE is not "optimal" for any prior
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 5])
+def test_closed_form_for_a_prior_it_does_not_solve_is_feasible_with_a_valid_bound(seed):
+    """With a prior for which LE fails the dual test, the closed path is status feasible and its
+    bound lies below the LP (8) optimum (solved independently by the declarative Pyomo model) and
+    above both the plain Lagrangian bound and 0; the auto path returns that LP optimum, optimal."""
+    inst = grid(3, 3).with_prior(np.random.default_rng(seed).dirichlet(np.ones(9) * 0.5))
+    closed = L.solve(inst, 1.0, path="closed")
+    lp_opt = L.solve_pyomo_model(L.build_pyomo(inst, 1.0)).objective
+    if closed.stats["lp_dual_test"]:  # LE is the optimum for this prior (Theorem 1's test)
+        assert closed.status == "optimal" and closed.objective == pytest.approx(lp_opt, abs=1e-8)
+        return
+    assert closed.status == "feasible"
+    lagrange = 1 + L.kkt(inst, 1.0, inst.prior).bound
+    assert max(lagrange, 0.0) - 1e-12 <= closed.bound <= lp_opt + 1e-9 < closed.objective
+    auto = L.solve(inst, 1.0)
+    assert auto.status == "optimal" and auto.stats["path"] == "lp"
+    assert auto.objective == pytest.approx(lp_opt, abs=1e-8)
+
+
+def test_knapsack_bound_is_tight_for_the_uniform_prior():
+    """For w uniform the knapsack bound is 1 − S/m, the LE optimum itself (Theorem 1)."""
+    inst = grid(4, 3)
+    S = L.le_diagonal(inst.metric, 0.8).sum()
+    assert L.closed_form_bound(inst.metric, 0.8, inst.prior) == pytest.approx(1 - S / 12, rel=1e-9)
+    assert L.solve(inst, 0.8).objective == pytest.approx(1 - S / 12, rel=1e-9)
+
+
+def test_grid_path_infeasible_error_carries_the_dense_threshold():
+    """The grid path's InfeasibleError has a Result with the same stats as the dense path's, and
+    the threshold of an independent (dense) bisection."""
+    with pytest.raises(InfeasibleError) as dense:
+        L.solve(grid(6, 6), 0.3, path="closed")
+    with pytest.raises(InfeasibleError) as fast:
+        L.GridLE(6, 6, 0.3)
+    d, g = dense.value.result, fast.value.result
+    assert d.status == g.status == "infeasible"
+    assert set(d.stats) == set(g.stats)
+    assert g.stats["epsilon_threshold"] == pytest.approx(d.stats["epsilon_threshold"], rel=1e-5)
