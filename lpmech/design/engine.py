@@ -15,6 +15,8 @@ Result`, certified the same way whatever the path:
 * ``"full"`` — every row of the notion written out, one sparse LP to HiGHS (small K·n);
 * ``"decomposition"`` — Dantzig–Wolfe by output column over the notion's separation oracle
   (:mod:`lpmech.design.decomposition`), for large K;
+* ``"outputs"`` — output generation (:mod:`lpmech.design.outputs`): the full LP over a growing set
+  of outputs with lazy rows, priced output by output; fast when the optimum uses few outputs;
 * ``"pyomo"`` — the declarative model (:mod:`lpmech.design.pyomo`; build it yourself with
   :func:`lpmech.design.pyomo.build_pyomo` to add constraints, then :func:`~lpmech.design.pyomo.
   solve_model`);
@@ -50,7 +52,7 @@ from .notion import Intersection, Notion, NotionCertificate
 
 log = logging.getLogger(__name__)
 
-METHODS = ("auto", "full", "decomposition", "pyomo")
+METHODS = ("auto", "full", "decomposition", "outputs", "pyomo")
 #: ``method="auto"`` writes the full LP up to this many variables K·n, else decomposes
 AUTO_FULL_MAX = 2500
 #: an extra row may be missed by this much (relative to max(1, |bound|)) after cleaning
@@ -379,6 +381,15 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
                         columns=starting_columns(problem, columns),
                         tol=tol, executor=executor, workers=workers, time_limit=time_limit,
                         verbose=verbose, **opts)
+        raw = res.x
+    elif chosen == "outputs":
+        from .outputs import solve_outputs
+
+        opts = dict(decompose_options)
+        if max_rounds is not None:
+            opts["max_rounds"] = max_rounds
+        res = solve_outputs(problem, tol=tol, time_limit=time_limit, executor=executor,
+                            workers=workers, verbose=verbose, **opts)
         raw = res.x
     else:
         from .pyomo import build_pyomo, solve_model

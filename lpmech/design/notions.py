@@ -156,7 +156,8 @@ class DPrivacy(GeoInd):
 
     name = "d-privacy"
 
-    def __init__(self, metric, epsilon: float, *, gamma: float | None = None, reduce: bool = True):
+    def __init__(self, metric, epsilon: float, *, gamma: float | None = None, reduce: bool = True,
+                 n_near: int = 0):
         from ..models.omg import implied_pairs
 
         if hasattr(metric, "metric"):  # an Instance
@@ -171,7 +172,8 @@ class DPrivacy(GeoInd):
         np.fill_diagonal(mask, False)
         if reduce:
             mask &= ~implied_pairs(d, mask)
-        super().__init__(np.where(mask, np.exp(-eps * d), 0.0), metric=d, epsilon=eps, gamma=gamma)
+        super().__init__(np.where(mask, np.exp(-eps * d), 0.0), metric=d, epsilon=eps, gamma=gamma,
+                         n_near=n_near)
         self.name = "geo-ind" if math.isfinite(gamma) else "d-privacy"
 
     def repair(self, Z: np.ndarray) -> np.ndarray:

@@ -1,0 +1,200 @@
+"""Output generation: the full LP restricted to a growing set of outputs, priced output by output.
+
+Many optimal mechanisms use few outputs (with a co-location loss 1[d_ik > 0] and a real, skewed
+prior, the optimum reports only a few dense cells). Dantzig–Wolfe by extreme column
+(:mod:`lpmech.design.decomposition`) then needs many rounds, because every used column is a convex
+combination of many extreme columns. Here the master is the *full* LP over the outputs in a set S
+(every entry z_ik, k ∈ S, a variable; the notion's rows added lazily, :class:`~lpmech.solvers.
+cutting_planes.LazyLP`), so only the choice of outputs is iterative:
+
+1. solve the restricted LP over S (its optimum is an upper bound: outputs outside S unused);
+2. with its multipliers y = (μ, y_r) price every output k: min_v w_k·v over v ∈ C_k ∩ [0, 1]^K,
+   w_k = C_·k − μ − Σ_r y_r A_r[·, k] (the pricing LPs of the decomposition, kept warm; an output
+   whose last reduced costs, shifted by the change of w_k, cannot go below the threshold is not
+   re-solved). The Lagrangian L(y) = Σ μ + Σ_r y_r·(lo|hi) + Σ_k min_v w_k·v is a valid lower bound;
+3. add the outputs with the most negative prices to S; stop when the gap closes or none prices out.
+
+The result is an uncertified :class:`~lpmech.solvers.result.Result` (x = the K×n matrix, raveled);
+the engine certifies it like every other path.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..certificate import OptimalityCertificate
+from ..errors import InputError, SolverError
+from ..progress import Progress
+from ..solvers.cutting_planes import LazyLP
+from ..solvers.result import Result, check_time_limit
+from .decomposition import lagrangian, make_pricer
+from .notion import start_rows
+
+log = logging.getLogger(__name__)
+
+__all__ = ["solve_outputs"]
+
+
+def _valid(y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Row multipliers with the sign their finite sides allow (any such y gives a valid bound)."""
+    y = y.copy()
+    y[(y > 0) & ~np.isfinite(lo)] = 0.0
+    y[(y < 0) & ~np.isfinite(hi)] = 0.0
+    return y
+
+
+def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float | None = None,
+                  executor=None, workers: int | None = None, max_rounds: int = 100,
+                  add_per_round: int | None = None, verbose: bool = False) -> Result:
+    """Minimise the problem's loss by output generation (module docstring).
+
+    Args:
+        problem: a :class:`lpmech.design.engine.Problem`.
+        tol: stop when upper − lower ≤ tol·|upper|.
+        start: the outputs to start with (default: the ⌈√n⌉ outputs of smallest column cost).
+        add_per_round: outputs added per round (default max(8, n/20)), most negative price first.
+        executor, workers: the pricing backend (:func:`lpmech.design.decomposition.make_pricer`).
+        max_rounds: cap on the rounds (status ``iteration_limit``); time_limit: seconds.
+    """
+    t0 = time.perf_counter()
+    time_limit = check_time_limit(time_limit)
+    deadline = None if time_limit is None else t0 + time_limit
+    notion, K, n = problem.notion, problem.K, problem.n
+    scale = float(np.abs(problem.C).max()) or 1.0
+    Cs = problem.C / scale
+    extra = list(problem.extra_rows)
+    HI = problem.allowed().astype(float)
+    if start is None:
+        s0 = max(4, math.ceil(math.sqrt(n)))
+        start = np.argsort((Cs * HI).sum(axis=0) + 1e-12 * np.arange(n), kind="stable")[:s0]
+    S = sorted({int(k) for k in start})
+    if not S or min(S) < 0 or max(S) >= n:
+        raise InputError(f"start outputs must be indices in [0, {n})")
+    add_per_round = max(8, n // 20) if add_per_round is None else int(add_per_round)
+    rows: dict[int, sp.csr_matrix] = {}
+    oracles: dict = {}
+    pricer = make_pricer(notion, n, executor=executor, workers=workers)
+    RHO = np.full((K, n), -np.inf)
+    W_last = np.zeros((K, n))
+    best_lower, upper, trace, status = -math.inf, math.inf, [], "iteration_limit"
+    x = None
+    prog = Progress(f"output generation K={K}", verbose=verbose, unit="round", logger=log)
+    try:
+        for rnd in range(1, int(max_rounds) + 1):
+            for k in S:
+                if k not in rows:
+                    rows[k] = start_rows(notion, k)
+                    oracles[k] = notion.separator(k, rows[k])
+            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline)
+            if out.status != "optimal":
+                status = out.status
+                if status == "infeasible" and len(S) < n:
+                    raise SolverError("the LP restricted to the generated outputs is infeasible; use "
+                                      "method='decomposition' (it proves infeasibility)")
+                break
+            m = len(S)
+            x = np.zeros((K, n))
+            x[:, S] = out.x.reshape(K, m)
+            upper = float(out.objective)
+            _, lo_all, hi_all = lazy.matrix()
+            y = _valid(out.duals, lo_all, hi_all)
+            mu, yr = y[:K], y[K:K + len(extra)]
+            W = Cs - mu[:, None]
+            rhs = float(mu.sum())
+            for r, (A, lo, hi) in enumerate(extra):
+                W = W - yr[r] * A
+                rhs += yr[r] * (lo if yr[r] > 0 else hi) if yr[r] != 0 else 0.0
+            bounds = lagrangian(RHO + (W - W_last), HI)
+            threshold = -tol * max(abs(upper), 1e-12) / n
+            todo = np.nonzero(bounds < threshold)[0]
+            priced = pricer.price(todo, W, deadline) if todo.size else []
+            if priced is None:
+                status = "time_limit"
+                break
+            cand = []
+            inS = set(S)
+            for k, _v, value, rho in priced:
+                RHO[:, k], W_last[:, k] = rho, W[:, k]
+                bounds[k] = lagrangian(rho[:, None], HI[:, k:k + 1])[0]
+                if value < threshold and k not in inS:
+                    cand.append((value, k))
+            lower = rhs + math.fsum(np.minimum(bounds, 0.0))
+            best_lower = max(best_lower, lower)
+            gap = (upper - best_lower) / max(abs(upper), 1e-12)
+            elapsed = time.perf_counter() - t0
+            trace.append({"round": rnd, "outputs": m, "upper": upper * scale, "lower": lower * scale,
+                          "gap": gap, "priced": len(priced), "candidates": len(cand),
+                          "lp_rows": lazy.n_rows, "time_s": elapsed})
+            prog.update(outputs=m, upper=upper * scale, lower=best_lower * scale, gap=gap,
+                        priced=len(priced), added=min(len(cand), add_per_round))
+            if gap <= tol or not cand:
+                status = "optimal"
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                status = "time_limit"
+                break
+            cand.sort()
+            S = sorted(inS | {k for _, k in cand[:add_per_round]})
+        pricing_rows = pricer.n_rows()
+    finally:
+        pricer.close()
+        prog.close()
+    stats = {"solver": "highs", "method": "outputs", "rounds": len(trace), "outputs_used": len(S),
+             "lp_rows": trace[-1]["lp_rows"] if trace else 0, "pricing_rows": int(pricing_rows),
+             "workers": pricer.workers, "max_rounds": int(max_rounds), "trace": trace,
+             "time_s": time.perf_counter() - t0}
+    res = Result(status=status, stats=stats, x=None if x is None else x.ravel())
+    if status == "optimal":
+        res.optimality = OptimalityCertificate.from_values(upper * scale, best_lower * scale)
+    return res
+
+
+def _restricted(Cs, HI, extra, S, rows, oracles, deadline):
+    """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle."""
+    K = Cs.shape[0]
+    m = len(S)
+    c = Cs[:, S].ravel()
+    unit = sp.kron(sp.identity(K, format="csr"), np.ones((1, m)), format="csr")
+    blocks = [unit] + [sp.csr_matrix(A[:, S].reshape(1, -1)) for A, _, _ in extra]
+    lo = [np.ones(K)] + [[lo] for _, lo, _ in extra]
+    hi = [np.ones(K)] + [[hi] for _, _, hi in extra]
+
+    def lift(R, s):
+        R = sp.coo_matrix(R)
+        return sp.csr_matrix((R.data, (R.row, R.col * m + s)), shape=(R.shape[0], K * m))
+
+    priv = [lift(rows[k], s) for s, k in enumerate(S) if rows[k].shape[0]]
+    if priv:
+        P = sp.vstack(priv, format="csr")
+        blocks.append(P)
+        lo.append(np.full(P.shape[0], -np.inf))
+        hi.append(np.zeros(P.shape[0]))
+
+    def separate(x):
+        if first[0]:  # interior point (with crossover) for the cold first solve, then warm dual simplex
+            first[0] = False
+            lazy.h.setOptionValue("solver", "simplex")
+        V = x.reshape(K, m)
+        new = []
+        for s, k in enumerate(S):
+            A = oracles[k](V[:, s])
+            if A is not None and A.shape[0]:
+                rows[k] = sp.vstack([rows[k], A], format="csr")
+                new.append(lift(A, s))
+        if not new:
+            return None
+        P = sp.vstack(new, format="csr")
+        return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
+
+    first = [True]
+    lazy = LazyLP(c, np.zeros(K * m), HI[:, S].ravel(), separate, A=sp.vstack(blocks, format="csr"),
+                  method="ipm",
+                  row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
+                  row_hi=np.concatenate([np.asarray(v, float) for v in hi]))
+    left = None if deadline is None else max(1e-3, deadline - time.perf_counter())
+    return lazy.solve(time_limit=left), lazy
