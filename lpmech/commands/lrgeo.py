@@ -79,6 +79,10 @@ def register(sub, common) -> None:
     p.set_defaults(func=cmd_lrgeo)
 
 
+def _g(v) -> str:
+    return "n/a" if v is None else f"{v:.6g}"
+
+
 def _grid(args, rng):
     from .. import datasets as ds
     from ..cli import parse_grid
@@ -178,7 +182,7 @@ def cmd_lrgeo(args) -> int:
             f"  status            {out['status']} ({args.method}, {out['iterations']} iterations)",
             f"  cost              {out['cost']:.6g}  (objective (19); true-c cost {out['true_cost']:.6g})",
             f"  own-row cost      {out['own_row_cost']:.6g} km per user",
-            f"  bounds            LB {out['lower_bound']:.6g}  UB {out['upper_bound']:.6g}",
+            f"  bounds            LB {_g(out['lower_bound'])}  UB {_g(out['upper_bound'])}",
             "  relaxed bound     " + ("skipped" if rb is None else f"{rb:.6g}"),
             f"  realised epsilon  {out['realized_epsilon']:.6g} (each user's LR set)",
             f"  GV ratio / GVE    {out['gv_ratio']:.4g} / mean {out['gve_mean']:.3g}, "
