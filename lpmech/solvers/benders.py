@@ -84,6 +84,7 @@ class Block:
     name: str = ""
     dual_bound: float | None = 1e4
     options: dict | None = None
+    cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         self.A, self.G = sp.csr_matrix(self.A, dtype=float), sp.csr_matrix(self.G, dtype=float)
@@ -179,32 +180,77 @@ def affine_cut(c, A, G, row_lo, row_hi, col_lo, col_hi, lam):
     return const + float(np.nan_to_num(col, nan=0.0, neginf=-np.inf).sum()), np.asarray(coef, float)
 
 
+_STATUS_OBJ = np.array([highspy.HighsBasisStatus(k) for k in range(6)], dtype=object)
+
+
 def _basis_to_arrays(basis):
     if basis is None or not basis.valid:
         return None
-    return (np.array([int(s) for s in basis.col_status], np.int8),
-            np.array([int(s) for s in basis.row_status], np.int8))
+    return (np.array([s.value for s in basis.col_status], np.int8),
+            np.array([s.value for s in basis.row_status], np.int8))
 
 
 def _basis_from_arrays(arrays, n_col: int, n_row: int):
     if arrays is None or arrays[0].size != n_col or arrays[1].size != n_row:
         return None
     b = highspy.HighsBasis()
-    b.col_status = [highspy.HighsBasisStatus(int(s)) for s in arrays[0]]
-    b.row_status = [highspy.HighsBasisStatus(int(s)) for s in arrays[1]]
+    b.col_status = list(_STATUS_OBJ[arrays[0]])
+    b.row_status = list(_STATUS_OBJ[arrays[1]])
     b.valid = True
     return b
 
 
-def _elastic_columns(block: Block):
-    """The block with elastic slacks: +s on rows with a finite lower side, −s on rows with a finite
-    upper side (an equality row gets both). Returns (A1, up, dn)."""
-    m = block.A.shape[0]
-    up = np.flatnonzero(np.isfinite(block.row_lo))
-    dn = np.flatnonzero(np.isfinite(block.row_hi))
-    S = sp.csr_matrix((np.r_[np.ones(up.size), -np.ones(dn.size)],
-                       (np.r_[up, dn], np.arange(up.size + dn.size))), shape=(m, up.size + dn.size))
-    return sp.hstack([block.A, S]).tocsc(), up, dn
+def _elastic_lp(block: Block) -> dict:
+    """The block with elastic slacks (+s on rows with a finite lower side, −s on rows with a finite
+    upper side; an equality row gets both), column-wise for HiGHS; cached on the block."""
+    lp = block.cache.get("elastic")
+    if lp is None:
+        m = block.A.shape[0]
+        up = np.flatnonzero(np.isfinite(block.row_lo))
+        dn = np.flatnonzero(np.isfinite(block.row_hi))
+        S = sp.csr_matrix((np.r_[np.ones(up.size), -np.ones(dn.size)],
+                           (np.r_[up, dn], np.arange(up.size + dn.size))), shape=(m, up.size + dn.size))
+        A1 = sp.hstack([block.A, S]).tocsc()
+        A1.eliminate_zeros()
+        A1.sort_indices()
+        k = up.size + dn.size
+        lp = {"A": A1, "k": k, "start": A1.indptr.astype(np.int32), "index": A1.indices.astype(np.int32),
+              "col_lo": np.concatenate([block.col_lo, np.zeros(k)]),
+              "col_hi": np.concatenate([block.col_hi, np.full(k, np.inf)])}
+        block.cache["elastic"] = lp
+    return lp
+
+
+def _run_highs(c, lp, lo, hi, options, basis):
+    """One lean HiGHS solve of ``lo ≤ A x ≤ hi`` over ``lp``'s matrix and column bounds."""
+    from .highs import DEFAULT_OPTIONS, _inf
+
+    A = lp["A"]
+    m, n = A.shape
+    L = highspy.HighsLp()
+    L.num_col_, L.num_row_ = n, m
+    L.col_cost_ = c
+    L.col_lower_, L.col_upper_ = _inf(lp["col_lo"]), _inf(lp["col_hi"])
+    L.row_lower_, L.row_upper_ = _inf(lo), _inf(hi)
+    L.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    L.a_matrix_.num_col_, L.a_matrix_.num_row_ = n, m
+    L.a_matrix_.start_, L.a_matrix_.index_, L.a_matrix_.value_ = lp["start"], lp["index"], A.data
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for key, v in {**DEFAULT_OPTIONS, **(options or {})}.items():
+        h.setOptionValue(key, v)
+    h.passModel(L)
+    warm = _basis_from_arrays(basis, n, m)
+    if warm is not None:
+        h.setBasis(warm)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return h.modelStatusToString(h.getModelStatus()), None, None, None, 0
+    sol = h.getSolution()
+    if not sol.dual_valid:
+        return "no duals", None, None, None, 0
+    return ("optimal", np.array(sol.col_value), np.array(sol.row_dual), _basis_to_arrays(h.getBasis()),
+            int(h.getInfo().simplex_iteration_count))
 
 
 def _solve_elastic(block: Block, y: np.ndarray, penalty: float, basis=None) -> dict:
@@ -213,26 +259,20 @@ def _solve_elastic(block: Block, y: np.ndarray, penalty: float, basis=None) -> d
     shift = block.G @ y
     lo, hi = block.row_lo - shift, block.row_hi - shift
     n = block.A.shape[1]
-    A1, up, dn = _elastic_columns(block)
-    k = up.size + dn.size
-    c1 = np.concatenate([block.c, np.full(k, float(penalty))])
-    clo = np.concatenate([block.col_lo, np.zeros(k)])
-    chi = np.concatenate([block.col_hi, np.full(k, np.inf)])
-    warm = _basis_from_arrays(basis, n + k, A1.shape[0])
-    res = solve_lp(c1, A1, lo, hi, clo, chi, options=block.options, warm_start=warm)
-    if res.status != "optimal" and warm is not None:  # a stale basis in numerical trouble: cold
-        res = solve_lp(c1, A1, lo, hi, clo, chi, options=block.options)
-    if res.status != "optimal":
-        res = solve_lp(c1, A1, lo, hi, clo, chi, method="ipm", options=block.options)
-    if res.status != "optimal" or res.duals is None:
-        return {"kind": "error", "status": "elastic " + res.stats.get("highs_status", res.status)}
-    lam = np.clip(res.duals, -penalty, penalty)
-    const, coef = affine_cut(c1, A1, block.G, block.row_lo, block.row_hi, clo, chi, lam)
-    x = res.x[:n]
-    slack = float(np.abs(res.x[n:]).sum())
-    return {"kind": "optimality", "value": float(c1 @ res.x), "cost": float(block.c @ x), "slack": slack,
-            "x": x, "const": const, "coef": coef, "basis": _basis_to_arrays(res.stats.get("basis")),
-            "simplex_iterations": res.stats.get("simplex_iterations", 0),
+    lp = _elastic_lp(block)
+    c1 = np.concatenate([block.c, np.full(lp["k"], float(penalty))])
+    status, x1, lam, new_basis, iters = _run_highs(c1, lp, lo, hi, block.options, basis)
+    if status != "optimal" and basis is not None:  # a stale basis in numerical trouble: cold
+        status, x1, lam, new_basis, iters = _run_highs(c1, lp, lo, hi, block.options, None)
+    if status != "optimal":
+        return {"kind": "error", "status": "elastic " + status}
+    lam = np.clip(lam, -penalty, penalty)
+    const, coef = affine_cut(c1, lp["A"], block.G, block.row_lo, block.row_hi, lp["col_lo"], lp["col_hi"],
+                             lam)
+    x = x1[:n]
+    slack = float(np.abs(x1[n:]).sum())
+    return {"kind": "optimality", "value": float(c1 @ x1), "cost": float(block.c @ x), "slack": slack,
+            "x": x, "const": const, "coef": coef, "basis": new_basis, "simplex_iterations": iters,
             "time_s": time.perf_counter() - t0}
 
 
@@ -382,7 +422,7 @@ MAX_PENALTY = 1e6
 def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.01,
                   rel_tol: float = 1e-6, max_iter: int = 100, time_limit: float | None = None,
                   opt_tol: float = 1e-9, stabilise: float = 0.5, recourse: str = "elastic",
-                  penalty: float = 10.0, slack_tol: float = 1e-9, verbose: bool = False,
+                  penalty: float = 10.0, slack_tol: float = 1e-9, y_start=None, verbose: bool = False,
                   name: str = "Benders") -> Result:
     """Run Benders' decomposition on ``problem``; return a :class:`Result` with the trace.
 
@@ -400,6 +440,7 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
             see the module docstring.
         penalty: initial elastic penalty per unit slack, times max(1, max|c_m|) of each block.
         slack_tol: total slack of a point below which it counts as feasible (elastic recourse).
+        y_start: a first separation point and stabilisation centre (e.g. from a relaxation).
         verbose: log a line per iteration (LB, UB, gap) via :class:`lpmech.progress.Progress`.
 
     ``Result.x`` = [y, x_1, …, x_M] of the best feasible point; ``optimality`` has UB as objective
@@ -448,7 +489,9 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 raise SolverError(f"Benders master ended with status {mstatus!r}")
             lb = max(lb, mobj)
             U = factor * scale if elastic else [None] * M
-            if center is None or stabilise <= 0:
+            if it == 1 and y_start is not None:
+                points = [np.clip(np.asarray(y_start, float), problem.y_lo, problem.y_hi), ybar]
+            elif center is None or stabilise <= 0:
                 points = [ybar]
                 if not elastic and best is None:  # no incumbent: also try the bounds' corner nearest 0
                     points.append(np.clip(np.zeros(problem.n_y), problem.y_lo, problem.y_hi))
@@ -488,7 +531,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 if feasible and total < ub:
                     ub = total
                     best = (y_eval.copy(), [o["x"] for o in outs], [o["value"] for o in outs])
-                if cut_off and len(points) == 2 and y_eval is not ybar and center is not None:
+                if cut_off and len(points) == 2 and y_eval is not ybar and center is not None \
+                        and not (it == 1 and y_start is not None):
                     break
             gap = ub - lb
             trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": gap,
