@@ -44,6 +44,13 @@ def test_fine_table_distances_snaps_and_bounds_by_loops(setup):
     # table nodes: one per occupied 0.14 km square (the node nearest the square's centre)
     b = np.floor((xy - xy.min(0)) / 0.14).astype(int)
     assert table.ref.size == len({tuple(r) for r in b})
+    shifted = bench.FineTable(xy, g, loc, 0.14, D, shift=(0.05, 0.09))
+    squares = {}
+    for j, (px, py) in enumerate(xy - xy.min(0) + (0.05, 0.09)):  # the node nearest each centre
+        key = (math.floor(px / 0.14), math.floor(py / 0.14))
+        dist = math.hypot(px - (key[0] + 0.5) * 0.14, py - (key[1] + 0.5) * 0.14)
+        squares[key] = min(squares.get(key, (math.inf, -1)), (dist, j))
+    assert shifted.ref.tolist() == sorted(j for _, j in squares.values())
     q = np.random.default_rng(0).dirichlet(np.ones(K))
     rows, cols = np.arange(K), np.arange(K)[::-1]
     true, up, low = table.costs(rows, cols, q)
