@@ -467,6 +467,9 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
     t0 = time.perf_counter()
     master = _Master(problem)
     M = len(problem.blocks)
+    if elastic:  # build the elastic matrices once, here: they travel with the blocks to any executor
+        for b in problem.blocks:
+            _elastic_lp(b)
     bases: list = [None] * M
     lb, ub, pen_best = -math.inf, math.inf, math.inf
     best, center = None, None
