@@ -115,6 +115,26 @@ def test_pyomo_equals_sparse(structure):
     assert n_geo == sum(u.pair_i.size * u.O.size for u in structure.users)
 
 
+def test_stop_without_certified_optimum_raises_with_the_cap_named(structure):
+    """One iteration cannot certify this binding instance (the full run needs more, and its optimum
+    is the monolithic one): the API raises IterationLimitError naming the cap, result attached."""
+    from lpmech.errors import IterationLimitError, TimeLimitError
+
+    full = lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=0, rel_tol=1e-7, max_iter=300,
+                       relaxed_bound=False)
+    mono = solve_monolithic(lrgeo.clr_problem(structure).problem)
+    assert full.status == "optimal" and full.stats["iterations"] > 1
+    assert full.stats["upper_bound"] == pytest.approx(mono.objective, rel=1e-6)
+    with pytest.raises(IterationLimitError, match=r"iteration cap \(1\)") as err:
+        lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=0, rel_tol=1e-7, max_iter=1,
+                    relaxed_bound=False)
+    assert err.value.result is not None and err.value.result.status == "iteration_limit"
+    with pytest.raises(TimeLimitError) as err:
+        lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=0, rel_tol=1e-7, max_iter=300,
+                    time_limit=1e-3, relaxed_bound=False)
+    assert err.value.result.status == "time_limit"
+
+
 def test_solve_certified_result():
     res = lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=1e-7, rel_tol=0, max_iter=400)
     s = res.stats
