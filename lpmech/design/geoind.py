@@ -28,10 +28,14 @@ def column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int, k=None
     rows F_ij z[i, k] − z[j, k] ≤ 0 over the K² variables z[i, k] = x[i·K + k] (n_vars = K)."""
     n = i.size
     ci, cj = (i, j) if k is None else (i * n_vars + k, j * n_vars + k)
-    cols = np.column_stack([ci, cj]).ravel()
-    vals = np.column_stack([F[i, j], -np.ones(n)]).ravel()
+    cols = np.empty(2 * n, np.int64)
+    vals = np.empty(2 * n)
+    cols[0::2], cols[1::2] = ci, cj
+    vals[0::2], vals[1::2] = F[i, j], -1.0
     width = n_vars if k is None else n_vars * n_vars
-    return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, width))
+    if n and (ci == cj).any():  # a self-pair (never from a factor matrix with a zero diagonal)
+        return sp.csr_matrix((vals, (np.repeat(np.arange(n), 2), cols)), shape=(n, width))
+    return sp.csr_matrix((vals, cols, np.arange(0, 2 * n + 1, 2)), shape=(n, width))
 
 
 def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, present=None):
@@ -76,12 +80,19 @@ def near_pairs(F: np.ndarray, n_near: int = 8) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(mask)
 
 
-def tents(F: np.ndarray) -> np.ndarray:
-    """Columns T[:, s] = e^{−P(s, ·)}, P the shortest paths of arcs i→j of length −log F_ij: in C."""
+def tents(F: np.ndarray, *, predecessors: bool = False):
+    """Columns T[:, s] = e^{−P(s, ·)}, P the shortest paths of arcs i→j of length −log F_ij: in C.
+
+    With ``predecessors``, also the shortest-path trees (``pred[s, j]``: the arc into j on the
+    path from s, −9999 where none): the rows tight at the tent of s.
+    """
     i, j = np.nonzero(F)
     w = np.maximum(-np.log(F[i, j]), 1e-300)  # csgraph reads a stored 0 as an edge only if sparse
-    P = shortest_path(sp.csr_matrix((w, (i, j)), shape=F.shape), directed=True)
-    return np.exp(-P).T
+    G = sp.csr_matrix((w, (i, j)), shape=F.shape)
+    if predecessors:
+        P, pred = shortest_path(G, directed=True, return_predecessors=True)
+        return np.exp(-P).T, pred
+    return np.exp(-shortest_path(G, directed=True)).T
 
 
 # ------------------------------------------------------------------------------ the notion
@@ -96,16 +107,21 @@ class GeoInd(Notion):
             rows of ``F``); without them :meth:`certify` measures the rows of ``F`` only.
         n_near: lazy solves start with the rows to each location's ``n_near`` nearest neighbours
             (and, for output k, the rows out of k).
+        closure, trees: the max-product closure T[s, j] (:func:`tents` transposed) and the
+            shortest-path trees ``pred`` of :func:`tents`; with ``trees`` the lazy LP of output k
+            also starts with the rows of the tree from k (tight at the tent of k).
     """
 
     name = "geo-ind"
 
     def __init__(self, F: np.ndarray, *, metric=None, epsilon: float | None = None,
-                 gamma: float = math.inf, n_near: int = 0, closure: np.ndarray | None = None):
+                 gamma: float = math.inf, n_near: int = 0, closure: np.ndarray | None = None,
+                 trees: np.ndarray | None = None):
         F = np.asarray(F, float)
         super().__init__(F.shape[0])
         self.F = F
         self._closure = closure
+        self.trees = trees
         self.metric = None if metric is None else np.asarray(metric, float)
         self.epsilon = None if epsilon is None else float(epsilon)
         self.gamma = float(gamma)
@@ -128,6 +144,9 @@ class GeoInd(Notion):
         if k is not None:
             star = np.nonzero(self.F[k] > 0)[0]
             pi, pj = np.concatenate([pi, np.full(star.size, k)]), np.concatenate([pj, star])
+            if self.trees is not None:
+                tj = np.nonzero(self.trees[k] >= 0)[0]
+                pi, pj = np.concatenate([pi, self.trees[k, tj]]), np.concatenate([pj, tj])
             keep = np.unique(pi * self.K + pj, return_index=True)[1]
             pi, pj = pi[keep], pj[keep]
         return column_rows(self.F, pi, pj, self.K)
@@ -148,9 +167,13 @@ class GeoInd(Notion):
         F, K = self.F, self.K
 
         def separate(v):
-            i, j, _, _ = most_violated(F, v[:, None], present=present[:, :, None])
+            T = F * v[:, None]  # T[i, j] = F_ij v_i
+            T[present] = -np.inf
+            i = T.argmax(axis=0)
+            j = np.nonzero(T[i, np.arange(K)] - v > SEPARATION_TOL)[0]
             if j.size == 0:
                 return None
+            i = i[j]
             present[i, j] = True
             return column_rows(F, i, j, K)
 

@@ -133,7 +133,7 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray,
 
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
                         bound_F: np.ndarray | None = None, tol: float = 1e-7,
-                        stabilise: float = 0.5, purge_after: int = 5, workers: int | None = None,
+                        stabilise: float = 0.3, purge_after: int = 5, workers: int | None = None,
                         executor=None, master_algorithm: str = "simplex",
                         master_options: dict | None = None, max_rounds: int = 5000, n_near: int = 0,
                         time_limit: float | None = None, verbose: bool = False) -> Result:
@@ -165,9 +165,9 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     with Progress(f"OMG decomposition K={instance.K}", verbose=verbose, logger=log) as prog:
         F = factor_matrix(instance, eps) if F is None else F
         prog.note("building the starting columns")
-        T = tents(F)
+        T, pred = tents(F, predecessors=True)
         cols = _starting_columns(instance, eps, F, T)
-    notion = GeoInd(F, n_near=n_near, closure=T.T.copy())
+    notion = GeoInd(F, n_near=n_near, closure=T.T.copy(), trees=pred)
     res = decompose(notion, _costs(instance), columns=cols, tol=tol, executor=executor,
                     workers=workers, max_rounds=max_rounds, time_limit=time_limit, verbose=verbose,
                     stabilise=stabilise, purge_after=purge_after, check_columns=False,
