@@ -67,6 +67,27 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - t0, res
 
 
+def _old_module(commit):
+    """``lpmech.models.omg_large`` as of ``commit`` (read with git show), imported beside the new one."""
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+
+    name = f"lpmech.models._omg_large_{commit}"
+    if name in sys.modules:
+        return sys.modules[name]
+    src = subprocess.run(["git", "show", f"{commit}:lpmech/models/omg_large.py"], check=True,
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    path = Path(tempfile.mkdtemp()) / "omg_large_old.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _decomposition(inst, eps, workers, budget):
     """omg.solve's decomposition path with a chosen number of pricing workers (certified)."""
     from lpmech.models import omg_large
@@ -91,6 +112,9 @@ def main(argv=None):
     ap.add_argument("--full-algorithm", default="ipm", choices=["ipm", "simplex", "choose"])
     ap.add_argument("--delta", type=float, default=1.1, help="spanner dilation")
     ap.add_argument("--name", default="omg_scaling", help="output file stem under results/")
+    ap.add_argument("--old", default=None, metavar="COMMIT",
+                    help="also time the decomposition of lpmech/models/omg_large.py as of this git "
+                         "commit (e.g. 581b176, before the generic engine): old/new is printed")
     ap.add_argument("--workers", type=int, default=None,
                     help="pricing workers of the decomposition (default: 2 from K = 100 on 2+ cores)")
     args = ap.parse_args(argv)
@@ -130,6 +154,18 @@ def main(argv=None):
                     row["decomposition_pricing_s"] = res.stats.get("pricing_s")
                     row["decomposition_master_share"] = res.stats.get("master_share")
                     row["decomposition_workers"] = res.stats.get("workers")
+        if args.old:
+            old = _old_module(args.old)
+            t, res = (None, None) if "old" in over else timed(
+                old.solve_decomposition, inst, eps, workers=args.workers, time_limit=budget)
+            if t is None and "old" not in over:
+                over["old"] = K
+            row["old_s"] = t
+            row["old_objective"] = None if res is None else res.optimality.objective
+            row["old_rounds"] = None if res is None else res.stats.get("rounds")
+            row["old_master_s"] = None if res is None else res.stats.get("master_s")
+            new = row.get("decomposition_s")
+            row["ratio_old_new"] = t / new if t and new else None
         if "full" in args.baselines:
             t, res = (None, None) if "full" in over else timed(
                 omg.solve, inst, eps, method="full", reduce=False, algorithm=args.full_algorithm,
@@ -172,6 +208,11 @@ def main(argv=None):
                   f"{row['decomposition_master_s']:.1f}s ({100 * row['decomposition_master_share']:.0f}% "
                   f"of the time), pricing {row['decomposition_pricing_s']:.1f}s on "
                   f"{row['decomposition_workers']} worker(s)", flush=True)
+        if args.old and row.get("old_s"):
+            diff = abs(row["old_objective"] / ref.objective - 1) if ref else None
+            print(f"{'':>5} old decomposition ({args.old}): {row['old_s']:.1f}s, {row['old_rounds']} "
+                  f"rounds, master {row['old_master_s']:.1f}s; old/new {f(row['ratio_old_new'], '.2f')}, "
+                  f"objective diff {f(diff, '.1e')}", flush=True)
     if over:
         print("over the budget (then skipped): " + ", ".join(f"{p} at K={k}" for p, k in over.items()))
     write_csv(OUT / f"{args.name}.csv", rows)
