@@ -270,7 +270,7 @@ def _solve_elastic(block: Block, y: np.ndarray, penalty: float, basis=None) -> d
     const, coef = affine_cut(c1, lp["A"], block.G, block.row_lo, block.row_hi, lp["col_lo"], lp["col_hi"],
                              lam)
     x = x1[:n]
-    slack = float(np.abs(x1[n:]).sum())
+    slack = float(np.abs(x1[n:]).max(initial=0.0))
     return {"kind": "optimality", "value": float(c1 @ x1), "cost": float(block.c @ x), "slack": slack,
             "x": x, "const": const, "coef": coef, "basis": new_basis, "simplex_iterations": iters,
             "time_s": time.perf_counter() - t0}
@@ -280,7 +280,7 @@ def solve_block(block: Block, y: np.ndarray, penalty: float | None = None, basis
     """Subproblem (84) of ``block`` at ``y``: its value and a cut.
 
     ``penalty`` U: the elastic (complete-recourse) subproblem, always an optimality cut; its
-    ``value`` is the elastic value, ``slack`` the total slack (0: ``value`` is the block's value).
+    ``value`` is the elastic value, ``slack`` the largest slack (0: ``value`` is the block's value).
     ``None``: the block as given, with a feasibility cut from the normalised Farkas LP when it is
     infeasible. ``basis``: the arrays of an earlier answer's ``basis`` for the same block and mode
     (a warm start). Module-level so any Executor (process pool, Dask) can run it.
@@ -439,7 +439,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
         recourse: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (feasibility cuts);
             see the module docstring.
         penalty: initial elastic penalty per unit slack, times max(1, max|c_m|) of each block.
-        slack_tol: total slack of a point below which it counts as feasible (elastic recourse).
+        slack_tol: largest row slack of a point for it to count as feasible (elastic recourse; the
+            rows then hold within the LP tolerance, like any LP solution).
         y_start: a first separation point and stabilisation centre (e.g. from a relaxation).
         verbose: log a line per iteration (LB, UB, gap) via :class:`lpmech.progress.Progress`.
 
