@@ -151,3 +151,32 @@ def test_round_cap_is_an_iteration_limit_not_a_time_limit():
     assert res.status == "iteration_limit" and res.stats["max_rounds"] == 2
     with pytest.raises(IterationLimitError, match=r"iteration cap \(2\)"):
         raise_for_status(res, "OMG")
+
+
+def _metric_case(kind, seed):
+    import networkx as nx
+
+    rng = np.random.default_rng(seed)
+    if kind == "points":
+        inst = li.points(rng.uniform(0, 3, size=(12, 2)))
+    elif kind == "graph":
+        g = nx.connected_watts_strogatz_graph(12, 4, 0.3, seed=seed)
+        for u, v in g.edges:
+            g[u][v]["weight"] = float(rng.uniform(0.3, 1.5))
+        inst = li.from_graph(g)
+    else:  # lat/lon in degrees around Rome, km
+        inst = li.latlon(np.column_stack([41.9 + rng.uniform(0, 0.05, 12), 12.5 + rng.uniform(0, 0.05, 12)]))
+    return inst.with_prior(rng.dirichlet(np.ones(inst.K)))
+
+
+@pytest.mark.parametrize("kind", ["points", "graph", "latlon"])
+@pytest.mark.parametrize("eps", [0.05, 1.0, 4.0, 10.0, 30.0])
+def test_decomposition_equals_the_full_lp_on_other_metrics(kind, eps):
+    inst = _metric_case(kind, {"points": 11, "graph": 12, "latlon": 13}[kind])
+    res = omg.solve(inst, eps, method="decomposition")
+    full = omg.solve(inst, eps, method="full")
+    assert res.objective == pytest.approx(full.objective, rel=1e-6, abs=1e-12)
+    assert res.bound <= full.objective * (1 + 1e-9) + 1e-15
+    scale = (inst.prior[:, None] * inst.loss).max(axis=1).sum()
+    assert res.optimality.gap_rel <= 1e-6 or res.optimality.gap_abs <= 1e-8 * scale
+    assert res.certificate.realized_epsilon <= eps * (1 + 1e-6)
