@@ -374,6 +374,17 @@ class _Master:
     def solve(self):
         self.h.run()
         status = self.h.getModelStatus()
+        if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+            # numerical trouble (steep cuts from a large elastic penalty): a fresh start, then IPM
+            self.h.clearSolver()
+            self.h.run()
+            status = self.h.getModelStatus()
+            if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+                self.h.clearSolver()
+                self.h.setOptionValue("solver", "ipm")
+                self.h.run()
+                self.h.setOptionValue("solver", "simplex")
+                status = self.h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             return self.h.modelStatusToString(status), None, None, None
         x = np.array(self.h.getSolution().col_value)
@@ -416,7 +427,7 @@ def make_executor(executor, n_tasks: int):
 
 RECOURSE = ("elastic", "farkas")
 #: above this elastic penalty factor the driver falls back to Farkas cuts (to prove infeasibility)
-MAX_PENALTY = 1e6
+MAX_PENALTY = 1e4
 
 
 def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.01,
