@@ -1,4 +1,5 @@
-"""The fast subset (K ≤ 36) of the OMG robustness sweep (issue 12; the full sweep is
+"""The fast subset (K ≤ 36: generated K ≤ 30, auto's switch to the decomposition at K > 25
+included, plus the issue's 6×6 grid) of the OMG robustness sweep (issue 12; the full sweep is
 ``benchmarks/omg_sweep.py``): hypothesis over ε ∈ [0.05, 30], metric family and prior; every exact
 method's objective against the raw optimum of the full LP, its realised ε by a brute-force loop, its
 gap. One reference solve serves the three methods of an example."""
@@ -64,11 +65,11 @@ def check_methods(metric, prior, K, seed, eps):
 @st.composite
 def cells(draw):
     return (draw(st.sampled_from(sw.METRICS)), draw(st.sampled_from(sw.PRIORS)),
-            draw(st.sampled_from([9, 16, 25, 36])), draw(st.integers(0, 1000)),
+            draw(st.sampled_from([9, 16, 25, 30])), draw(st.integers(0, 1000)),
             draw(st.sampled_from(sw.EPSILONS) | st.floats(0.05, 30.0)))
 
 
-@settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=6, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow])
 @given(cell=cells())
 @example(cell=("grid", "uniform", 36, 0, 4.0))  # issue 12: the decomposition stalled here
