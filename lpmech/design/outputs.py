@@ -91,6 +91,10 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                     rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
             out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline)
+            if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
+                prog.note("restricted LP ended %s after interior point; retrying with dual simplex",
+                          out.status)  # HiGHS' IPM can stop early (iteration cap) on these LPs
+                out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm=False)
             if out.status != "optimal":
                 status = out.status
                 if status == "infeasible" and len(S) < n:
@@ -154,7 +158,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     return res
 
 
-def _restricted(Cs, HI, extra, S, rows, oracles, deadline):
+def _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm: bool = True):
     """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle."""
     K = Cs.shape[0]
     m = len(S)
@@ -191,9 +195,9 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline):
         P = sp.vstack(new, format="csr")
         return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
 
-    first = [True]
+    first = [ipm]
     lazy = LazyLP(c, np.zeros(K * m), HI[:, S].ravel(), separate, A=sp.vstack(blocks, format="csr"),
-                  method="ipm",
+                  method="ipm" if ipm else "simplex",
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))
     left = None if deadline is None else max(1e-3, deadline - time.perf_counter())
