@@ -503,6 +503,15 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                                           "subproblems (the whole LP is infeasible)", result=res)
                 raise SolverError(f"Benders master ended with status {mstatus!r}")
             lb = max(lb, mobj)
+            if closed(ub, lb):  # the new lower bound meets the incumbent: no block pass needed
+                trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": ub - lb,
+                              "feasibility_cuts": 0, "optimality_cuts": 0,
+                              "penalty": factor if elastic else None,
+                              "recourse": "elastic" if elastic else "farkas",
+                              "time_s": time.perf_counter() - t0})
+                prog.update(lower=lb, upper=ub, gap=ub - lb, cuts=0)
+                status = "optimal"
+                break
             U = factor * scale if elastic else [None] * M
             if it == 1 and y_start is not None:
                 points = [np.clip(np.asarray(y_start, float), problem.y_lo, problem.y_hi), ybar]
