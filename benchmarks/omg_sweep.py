@@ -94,7 +94,7 @@ def heatmap(rows, args, path):
             elif not r["eps_ok"]:
                 c, text = 2, f"ε {r['realized_epsilon']:.3g}"
             elif not r["ok"]:
-                worst = max(r.get("gap") or 0.0, r.get("rel_diff") or 0.0)  # rel_diff > 0: above
+                worst = np.nanmax([r.get("gap") or 0.0, r.get("rel_diff") or 0.0])  # > 0: above
                 c, text = 1, f"{worst:.0e}"
             else:
                 c, text = 0, f"{r['time_s']:.1f}s"
@@ -143,6 +143,7 @@ def main(argv=None) -> int:
         for r in bad:
             print(f"  {r['metric']}/{r['prior']} eps={r['epsilon']:g} {r['method']}: {r['status']} "
                   f"gap={_g(r.get('gap'))} gap_abs={_g(r.get('gap_abs'))} "
+                  f"abs_diff={_g(r.get('abs_diff'), '+.2e')} "
                   f"eps_real={_g(r.get('realized_epsilon'), '.9g')} diff={_g(r.get('rel_diff'), '+.2e')} "
                   f"{r.get('error') or ''}")
     print(f"wrote {OUT / (args.name + '.csv')} and .png")
