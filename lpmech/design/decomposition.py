@@ -523,6 +523,9 @@ class Master:
 
 # ------------------------------------------------------------------------------ the rounds
 
+#: also add columns that price out at the smoothed point only (not at the master's duals)
+ACCEPT_SMOOTHED = True
+
 
 def _check_inputs(notion, C, extra_rows, columns):
     if not isinstance(notion, Notion):
@@ -600,8 +603,8 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
     master's share), columns, pricing rows, trace. Status ``infeasible`` comes with a proof (a
     positive phase-1 Lagrangian bound).
     """
-    prog = Progress(f"{name} K={getattr(notion, 'K', '?')}", verbose=verbose, unit="round",
-                    logger=log)
+    what = name if "K=" in name else f"{name} K={getattr(notion, 'K', '?')}"
+    prog = Progress(what, verbose=verbose, unit="round", logger=log)
     try:
         return _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers,
                           max_rounds, time_limit, stabilise, purge_after, check_columns,
@@ -732,12 +735,14 @@ class _State:
             ts = time.perf_counter()
             priced = self.pricer.price(todo, W, self.deadline)
             self.pricing_s += time.perf_counter() - ts
-            added = 0
-            for k, v, _value, rho in priced or ():
+            added = improving = 0
+            for k, v, value, rho in priced or ():
                 self.RHO[:, k], self.W_last[:, k] = rho, W[:, k]
                 bounds[k] = lagrangian(rho, self.HI[:, k])
-                if W_m[:, k] @ v < -thr and m.add(k, v, rnd):
+                rc = W_m[:, k] @ v  # its reduced cost at the master's duals
+                if (rc < -thr or (ACCEPT_SMOOTHED and value < -thr)) and m.add(k, v, rnd):
                     added += 1
+                    improving += rc < -thr
             lower = -math.inf
             if priced is not None:  # a complete pricing round: L(y) is a valid bound
                 self.n_priced += len(priced)
@@ -760,7 +765,7 @@ class _State:
             if phase == 2 and gap_abs <= floor:
                 self.stop = "gap"
                 return "optimal"
-            if added == 0 and not smoothed:  # no improving column at the master's duals: proved
+            if improving == 0 and not smoothed:  # no improving column at the master's duals: proved
                 if phase == 1:  # artificials remain and nothing prices out
                     if upper <= 1e-7:
                         self.phase1_rounds = len(self.trace)
@@ -768,7 +773,7 @@ class _State:
                     return "infeasible" if self.best_lower > 0 else "error"
                 self.stop = "no improving column"
                 return "optimal"
-            smooth_next = added > 0  # a smoothed round that found nothing: price at the duals next
+            smooth_next = improving > 0  # a smoothed round that found nothing: price at the duals next
 
 
 __all__ = ["DaskPricer", "LocalPricer", "Master", "PricingActor", "PricingLP", "ProcessPricer",
