@@ -729,7 +729,7 @@ class _State:
                 y, W = y_m, W_m
             self.y = y_m
             floor = max(self.tol * abs(upper), self.abs_floor) if phase == 2 else 1e-10
-            thr = 0.1 * floor / W.shape[1]
+            thr = floor / W.shape[1]  # all n outputs below it: within the gap floor
             bounds = lagrangian(self.RHO + (W - self.W_last), self.HI)
             todo = np.nonzero(bounds < -thr)[0]
             ts = time.perf_counter()
