@@ -46,17 +46,28 @@ def register(sub, common) -> None:
                    help="sum: (weighted) summation (default); hist: histogram; survey: "
                         "indicator of the last value")
     p.add_argument("--correlation", metavar="T;T;...",
-                   help="latent secret G: rows Pr(X | G=g) separated by ';' (default G = X)")
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
-    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish"), default="lip")
-    p.add_argument("--objective", choices=("mse", "mae", "hamming"), default="mse")
+                   help="latent secret G: rows Pr(X | G=g) separated by ';' (default G = X); the "
+                        "prior must be a mixture of these rows")
+    p.add_argument("--epsilon", type=float, default=1.0,
+                   help="privacy budget, 1e-9 <= epsilon <= 30 (default 1)")
+    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish"), default="lip",
+                   help="privacy notion of the design constraint: lip (eps-LIP, default; with "
+                        "--correlation the latent-secret LIP, with a prior set BP-LIP), ldp (eps-LDP) "
+                        "or pufferfish (local Pufferfish over the correlation's secrets)")
+    p.add_argument("--objective", choices=("mse", "mae", "hamming"), default="mse",
+                   help="what the channel minimises: mse (MSE of the MMSE estimator, default), mae "
+                        "(expected |X - Y|, an LP) or hamming (Pr(Y != X), an LP)")
     p.add_argument("--mode", choices=_MODES, default="verified",
                    help="verified (default): certified optimum; paper: the papers' closed form")
-    p.add_argument("--method", choices=("auto", "vertex", "local", "scip"), default="auto",
-                   help="auto (vertex for d <= 8, else local), vertex (exact global), local "
-                        "(column generation + multi-start local pricing), scip (Pyomo model, SCIP)")
+    p.add_argument("--method", choices=("auto", "vertex", "exact", "local", "scip"), default="auto",
+                   help="auto (vertex for d <= 8, else exact where it applies, else local), vertex "
+                        "(exact global, rays enumerated), exact (column generation with exact "
+                        "pricing, certified gap: eps-LIP, G = X, one prior, sum/survey/hist), local "
+                        "(multi-start local pricing: status feasible, no bound), scip (Pyomo model, "
+                        "SCIP global)")
     p.add_argument("--seed", type=int, default=0, help="seed of the local solve's random starts")
-    p.add_argument("--time-limit", type=float, metavar="SEC", help="solver time limit")
+    p.add_argument("--time-limit", type=float, metavar="SEC",
+                   help="solver time limit; a stop without a certified optimum exits 4")
     p.set_defaults(func=cmd_lip)
 
 
@@ -115,7 +126,8 @@ def cmd_lip(args) -> int:
         print_json(out)
     else:
         _report(out)
-    return 0
+    from ..cli import finish
+    return finish(res.status, "lip")
 
 
 def _report(out: dict) -> None:

@@ -38,7 +38,14 @@ import numpy as np
 
 from ..certificate import OptimalityCertificate
 from ..errors import CertificationError, InputError
-from ..mechanism import EPS_RTOL, Mechanism, PrivacyCertificate, check_epsilon, ldp_epsilon
+from ..mechanism import (
+    EPS_RTOL,
+    Mechanism,
+    PrivacyCertificate,
+    check_epsilon,
+    check_epsilon_scale,
+    ldp_epsilon,
+)
 from ..solvers.result import Result, check_time_limit
 from .lip_estimation import column_utility, second_moment, value_matrix
 
@@ -47,6 +54,7 @@ log = logging.getLogger(__name__)
 NOTIONS = ("lip", "ldp", "pufferfish")
 PRIOR_ATOL = 1e-9  # a prior must sum to 1 within this
 VERTEX_MAX_D = 8  # solve(method="auto") uses the exact vertex method up to this domain size
+MIN_EPS, MAX_EPS = 1e-9, 30.0  # usable ε of solve(): e^{−ε} must differ from 1 and exceed solver noise
 
 __all__ = [
     "Scenario", "bounded_prior_rows", "box_prior_vertices", "check_prior", "di_epsilon", "family_rows",
@@ -346,8 +354,10 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         epsilon: the privacy budget ε > 0.
         values / task / V: the aggregation task (:func:`~.lip_estimation.value_matrix`).
         notion: ``"lip"`` (default), ``"ldp"`` or ``"pufferfish"``.
-        method: ``"vertex"`` (exact global, d ≤ ~8), ``"local"`` (multi-start SLP), ``"scip"``
-            (the Pyomo model by SCIP), or ``"auto"`` (vertex for d ≤ 8, else local).
+        method: ``"vertex"`` (exact global, d ≤ ~8), ``"exact"`` (column generation with exact
+            pricing, certified gap; ε-LIP with G = X, one prior, sum/survey/histogram), ``"local"``
+            (multi-start SLP; status ``feasible``: no bound), ``"scip"`` (the Pyomo model by SCIP),
+            or ``"auto"`` (vertex for d ≤ 8, else exact where it applies, else local).
         mode: ``"verified"`` (default) or ``"paper"``: the papers' closed form with its feasibility
             report (:func:`.lip_closed_forms.paper_solution`).
         objective: ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
@@ -361,7 +371,9 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
     from .lip_optimize import build_pyomo, solve_linear, solve_local, solve_pyomo_scip, solve_vertex
 
     t0 = time.perf_counter()
-    eps = check_epsilon(epsilon)
+    # the rows carry e^{−ε}: it must stay well above the solvers' tolerances (ε ≤ 30) and differ
+    # from 1 in double precision (ε ≥ 1e−9); outside that range say so as an input problem
+    eps = check_epsilon_scale(epsilon, [1.0], min_eps_d=MIN_EPS, max_eps_d=MAX_EPS)
     time_limit = check_time_limit(time_limit)
     scen = _scenarios(prior, priors, T)
     d = scen[0].prior.size
@@ -385,10 +397,24 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         Q, obj, bound = solve_linear(scen, L, rows, time_limit=time_limit)
         method = "lp"
     elif objective == "mse":
+        from .lip_optimize import ExactPricing, solve_colgen
+        pricing = ExactPricing.make(scen, V, notion, eps)
         if method == "auto":
-            method = "vertex" if d <= VERTEX_MAX_D else "local"
+            method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
         bound_u = None
-        if method == "vertex":
+        if method == "exact":
+            if pricing is None:
+                raise InputError("method='exact' (column generation with exact pricing) covers eps-LIP "
+                                 "with G = X, one prior and a sum/survey/histogram task; use "
+                                 "method='local' or 'vertex' for this family")
+            from .lip_closed_forms import warm_starts
+            Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
+                                           warm_starts=warm_starts(scen, eps, notion))
+            stats.update(info)
+            bound_u = -mse_lb
+            if info["stop"] != "optimal":
+                status = info["stop"]
+        elif method == "vertex":
             Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
         elif method == "local":
             from .lip_closed_forms import warm_starts
@@ -397,6 +423,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
                                      warm_starts=warm_starts(scen, eps, notion))
             stats.update(info)
+            status = "feasible"  # a local optimum: certified private, optimality not proved
         elif method == "scip":
             Q, _, bound_u, info = solve_pyomo_scip(build_pyomo(scen, V, rows, f=f),
                                                    time_limit=time_limit)
@@ -404,7 +431,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             if info["scip_status"] != "optimal":  # a certified feasible point, optimality unproven
                 status = "time_limit"
         else:
-            raise InputError(f"unknown method {method!r}: use auto, vertex, local or scip")
+            raise InputError(f"unknown method {method!r}: use auto, vertex, exact, local or scip")
         bound = None if bound_u is None else -bound_u
         obj = None
     else:

@@ -1,0 +1,82 @@
+"""LIP at large d: the exact pricing oracles against brute-force enumeration of the section's
+vertices, and the certified column generation against the exact vertex method."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from lpmech.models import lip
+from lpmech.models.lip_optimize import price_rank1, price_separable
+
+
+def _box_vertices(P, lo, hi):
+    """Every vertex of {lo ≤ c ≤ hi, P·c = 1}: all coordinates at a bound but one (brute force)."""
+    d = P.size
+    for j in range(d):
+        others = [x for x in range(d) if x != j]
+        for bits in itertools.product((lo, hi), repeat=d - 1):
+            c = np.empty(d)
+            c[others] = bits
+            c[j] = (1 - P[others] @ c[others]) / P[j]
+            if lo - 1e-12 <= c[j] <= hi + 1e-12:
+                yield c
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_pricing_equals_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 8))
+    P = rng.dirichlet(np.ones(d)) if seed % 2 else np.full(d, 1 / d)
+    eps = float(rng.uniform(0.3, 2.5))
+    lo, hi = np.exp(-eps), np.exp(eps)
+    y, w = rng.normal(size=d), rng.normal(size=d) * P
+    alpha = P ** 2 * rng.uniform(0.5, 2.0, size=d)
+    V = list(_box_vertices(P, lo, hi))
+    brute1 = max((w @ c) ** 2 + y @ c for c in V)
+    brute2 = max(float((alpha * c * c + y * c).sum()) for c in V)
+    gains, pts = price_rank1(P, w, y, lo, hi)
+    assert gains[0] == pytest.approx(brute1, abs=1e-10)
+    assert (w @ pts[0]) ** 2 + y @ pts[0] == pytest.approx(gains[0], abs=1e-10)
+    assert abs(P @ pts[0] - 1) < 1e-12 and pts.min() >= lo - 1e-12 and pts.max() <= hi + 1e-12
+    ub, c, best, _ = price_separable(P, alpha, y, lo, hi)
+    assert best == pytest.approx(brute2, abs=1e-10)
+    assert float((alpha * c * c + y * c).sum()) == pytest.approx(best, abs=1e-12)
+    assert ub >= brute2 - 1e-10 and ub - brute2 <= 1e-9
+
+
+@pytest.mark.parametrize("task", ["sum", "hist"])
+@pytest.mark.parametrize("prior", ["uniform", "dirichlet"])
+def test_exact_colgen_equals_vertex_method(task, prior):
+    rng = np.random.default_rng(3)
+    for d in (3, 5, 7):
+        P = np.full(d, 1 / d) if prior == "uniform" else rng.dirichlet(np.ones(d))
+        for eps in (0.5, 2.0):
+            v = lip.solve(P, eps, task=task, method="vertex")
+            e = lip.solve(P, eps, task=task, method="exact")
+            assert e.status == "optimal"
+            assert e.certificate.satisfied
+            assert e.objective == pytest.approx(v.objective, rel=1e-6)
+            assert e.bound <= v.objective * (1 + 1e-9) + 1e-12  # a valid lower bound
+            assert e.gap <= 1e-6 * max(1.0, e.objective)
+
+
+def test_exact_d20_certified_and_not_above_local():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(20))
+    e = lip.solve(P, 1.0, task="sum", method="exact")
+    loc = lip.solve(P, 1.0, task="sum", method="local", rng=np.random.default_rng(1), starts=2)
+    assert e.status == "optimal" and loc.status == "feasible" and loc.bound is None
+    assert e.gap <= 1e-6 * e.objective
+    assert e.bound <= loc.objective + 1e-9  # the bound holds for every LIP channel
+    assert e.objective <= loc.objective + 1e-9
+    assert lip.lip_epsilon(e.mechanism.matrix, P) <= 1.0 * (1 + 1e-6)
+
+
+def test_exact_refuses_families_without_exact_pricing():
+    from lpmech.errors import InputError
+
+    with pytest.raises(InputError, match="exact"):
+        lip.solve([0.2, 0.3, 0.5], 1.0, method="exact", notion="ldp")
