@@ -21,10 +21,12 @@ is a lower bound on the optimum, and each pricing LP's own Lagrangian bound Σ_i
 whatever the solver tolerances. The reduced costs of the last solve, shifted by the change of w,
 still bound the next min: an output whose bound cannot go below the threshold is not priced.
 
-Termination (each is a proof, none a heuristic): the gap upper − lower is under ``tol``·|upper| or
-under the absolute floor ``abs_tol``; or, at the master's own duals, no output has a column of
-reduced cost below −threshold that is not already in the master (columns are deduplicated, so a
-column the master already holds is never "found" again). A round cap gives ``iteration_limit``;
+Termination (each with a certificate): the gap upper − lower is under ``tol``·|upper| or under
+the absolute floor ``abs_tol``; or, at the master's own duals, no output has a column of reduced
+cost below −floor/n that is not already in the master (columns are deduplicated, so a column the
+master already holds is never "found" again); or the best bound is within ``STALL_GAP`` × the
+floor and has stopped moving (the certified gap is then at most 10·tol; ``stats["stop"]`` says
+which rule ended the solve). A round cap gives ``iteration_limit``;
 a user time limit ``time_limit``. Stabilisation: Wentges smoothing towards the multipliers of the
 best bound; a smoothed round that finds no improving column prices at the master's duals next.
 
@@ -525,6 +527,9 @@ class Master:
 
 #: also add columns that price out at the smoothed point only (not at the master's duals)
 ACCEPT_SMOOTHED = True
+#: stop (certified, gap ≤ STALL_GAP × the floor) when the best bound moved less than 0.1 × the
+#: floor in STALL_ROUNDS rounds: the pricing LPs' dual tolerances cap the bound there (K = 400)
+STALL_GAP, STALL_ROUNDS = 10.0, 4
 
 
 def _check_inputs(notion, C, extra_rows, columns):
@@ -705,6 +710,7 @@ class _State:
         self.RHO = np.full((K, n), -np.inf)  # reduced costs of each pricing LP's last solve
         self.W_last = np.zeros((K, n))
         self.best_lower, self.upper, self.center = -math.inf, math.inf, None
+        self.lowers: list[float] = []
 
     def run(self, phase: int) -> str:
         m = self.master
@@ -764,6 +770,13 @@ class _State:
                 return "infeasible"  # the phase-1 bound proves every mechanism violates some row
             if phase == 2 and gap_abs <= floor:
                 self.stop = "gap"
+                return "optimal"
+            self.lowers.append(self.best_lower)
+            if (phase == 2 and gap_abs <= STALL_GAP * floor and len(self.lowers) > STALL_ROUNDS
+                    and self.best_lower - self.lowers[-1 - STALL_ROUNDS] <= 0.1 * floor):
+                # the bound has stopped moving within STALL_GAP × the floor: the pricing LPs'
+                # tolerances limit it there, and more rounds only chase round-off
+                self.stop = f"bound stalled within {STALL_GAP:g}x the tolerance"
                 return "optimal"
             if improving == 0 and not smoothed:  # no improving column at the master's duals: proved
                 if phase == 1:  # artificials remain and nothing prices out
