@@ -95,11 +95,10 @@ def _expected_exit(comment: str) -> int:
 
 
 def _run_all(tmp_path, monkeypatch, capsys, *, smaller: bool):
-    if not DATA.is_dir():
-        pytest.skip("the shared data folder (../shared/data) is not there")
     work = tmp_path / "main"
     work.mkdir()
-    (tmp_path / "shared").symlink_to(DATA.parent)  # ../shared/data as seen from the repository
+    if DATA.is_dir():
+        (tmp_path / "shared").symlink_to(DATA.parent)  # ../shared/data as seen from the repository
     monkeypatch.chdir(work)
     steps = readme_steps()
     ran = 0
@@ -108,6 +107,8 @@ def _run_all(tmp_path, monkeypatch, capsys, *, smaller: bool):
             shell_cmd = cmd.replace("python -c", f"{shlex.quote(sys.executable)} -c", 1)
             subprocess.run(shell_cmd, shell=True, check=True, cwd=work, timeout=120)
             continue
+        if "../shared/data" in cmd and not DATA.is_dir():
+            continue  # the real data is not next to this checkout (e.g. a fresh clone elsewhere)
         argv = _argv(cmd, smaller)
         t0 = time.perf_counter()
         code = main(argv)
@@ -135,11 +136,14 @@ def test_readme_has_the_commands_the_issue_names():
 
 def test_readme_commands_run(tmp_path, monkeypatch, capsys):
     steps, ran = _run_all(tmp_path, monkeypatch, capsys, smaller=True)
-    assert ran == sum(k == "lpmech" for k, _, _ in steps) >= 30
+    needs_data = sum(k == "lpmech" and "../shared/data" in c for k, c, _ in steps)
+    assert ran == sum(k == "lpmech" for k, _, _ in steps) - (0 if DATA.is_dir() else needs_data) >= 28
 
 
 @pytest.mark.slow
 def test_readme_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    if not DATA.is_dir():
+        pytest.skip("the shared data folder (../shared/data) is not there")
     steps, ran = _run_all(tmp_path, monkeypatch, capsys, smaller=False)
     assert ran == sum(k == "lpmech" for k, _, _ in steps)
 
