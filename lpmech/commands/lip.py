@@ -50,10 +50,11 @@ def register(sub, common) -> None:
                         "prior must be a mixture of these rows")
     p.add_argument("--epsilon", type=float, default=1.0,
                    help="privacy budget, 1e-9 <= epsilon <= 30 (default 1)")
-    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish"), default="lip",
+    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish", "di"), default="lip",
                    help="privacy notion of the design constraint: lip (eps-LIP, default; with "
-                        "--correlation the latent-secret LIP, with a prior set BP-LIP), ldp (eps-LDP) "
-                        "or pufferfish (local Pufferfish over the correlation's secrets)")
+                        "--correlation the latent-secret LIP, with a prior set BP-LIP), ldp (eps-LDP), "
+                        "pufferfish (local Pufferfish over the correlation's secrets) or di "
+                        "(eps-differential identifiability, one prior)")
     p.add_argument("--objective", choices=("mse", "mae", "hamming"), default="mse",
                    help="what the channel minimises: mse (MSE of the MMSE estimator, default), mae "
                         "(expected |X - Y|, an LP) or hamming (Pr(Y != X), an LP)")

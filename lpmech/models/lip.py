@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from ..certificate import OptimalityCertificate
-from ..errors import CertificationError, InputError
+from ..errors import CertificationError, InfeasibleError, InputError
 from ..mechanism import (
     EPS_RTOL,
     Mechanism,
@@ -51,13 +51,14 @@ from .lip_estimation import column_utility, second_moment, value_matrix
 
 log = logging.getLogger(__name__)
 
-NOTIONS = ("lip", "ldp", "pufferfish")
+NOTIONS = ("lip", "ldp", "pufferfish", "di")
 PRIOR_ATOL = 1e-9  # a prior must sum to 1 within this
 VERTEX_MAX_D = 8  # solve(method="auto") uses the exact vertex method up to this domain size
 MIN_EPS, MAX_EPS = 1e-9, 30.0  # usable ε of solve(): e^{−ε} must differ from 1 and exceed solver noise
 
 __all__ = [
-    "Scenario", "bounded_prior_rows", "box_prior_vertices", "check_prior", "di_epsilon", "family_rows",
+    "Scenario", "bounded_prior_rows", "box_prior_vertices", "check_prior", "di_epsilon", "di_interior",
+    "di_rows", "family_rows",
     "ldp_rows",
     "lip_certificate", "lip_epsilon", "lip_rows", "max_information_leakage", "mutual_information",
     "pufferfish_epsilon", "pufferfish_rows", "repair_columns", "solve",
@@ -205,6 +206,31 @@ def pufferfish_rows(Ts, epsilon: float, pairs=None) -> np.ndarray:
     return np.vstack(rows)
 
 
+def di_rows(prior, epsilon: float) -> np.ndarray:
+    """ε-differential identifiability ([004] Def. 4, eq. (4)) as a design constraint on one output
+    column: Pr(X=x | Y=y) ≤ e^ε Pr(X=x' | Y=y) ⇔ e^{−ε} P_x c_x − P_x' c_x' ≤ 0 for every ordered
+    pair of inputs with positive prior (|supp|·(|supp|−1) rows). Inputs of zero prior are free."""
+    eps = check_epsilon(epsilon)
+    P = check_prior(prior)
+    s = np.nonzero(P > 0)[0]
+    if s.size < 2:
+        return np.zeros((0, P.size))
+    i, j = np.nonzero(~np.eye(s.size, dtype=bool))
+    D = np.diag(P)[s]
+    return _ratio_rows(D[i], D[j], eps)
+
+
+def di_interior(prior) -> np.ndarray:
+    """A strictly interior column of the ε-DI cone: c_x ∝ 1/P_x on the support (the output whose
+    posterior is uniform, ratio 1 < e^ε), 1 elsewhere. The uniform column is NOT interior (nor even
+    feasible) when max P / min P ≥ e^ε (then only the channel problem is infeasible, as the prior is a
+    mixture of the posteriors), and is poorly centred for skewed priors; the vertex method starts
+    here."""
+    P = check_prior(prior)
+    c = np.where(P > 0, 1.0 / np.where(P > 0, P, 1.0), 1.0)
+    return c / c.sum()
+
+
 def family_rows(notion: str, scenarios: list[Scenario], epsilon: float, *, pufferfish_T=None):
     """The rows of ``notion`` (``"lip"``: LIP / latent / bounded prior over ``scenarios``;
     ``"ldp"``; ``"pufferfish"``: over ``pufferfish_T``, default the scenarios' T)."""
@@ -213,6 +239,10 @@ def family_rows(notion: str, scenarios: list[Scenario], epsilon: float, *, puffe
         return bounded_prior_rows(scenarios, epsilon)
     if notion == "ldp":
         return ldp_rows(d, epsilon)
+    if notion == "di":
+        if len(scenarios) != 1 or scenarios[0].T is not None:
+            raise InputError("notion 'di' needs one prior and no latent correlation")
+        return di_rows(scenarios[0].prior, epsilon)
     if notion == "pufferfish":
         Ts = pufferfish_T or [np.eye(d) if s.T is None else s.T for s in scenarios]
         return pufferfish_rows(Ts, epsilon)
@@ -296,6 +326,8 @@ def lip_certificate(Q, scenarios, epsilon: float, *, notion: str = "lip", rows=N
         real = max(lip_epsilon(Q, s.prior, s.T) for s in scenarios)
     elif notion == "ldp":
         real = ldp_epsilon(Q[:, Q.sum(axis=0) > 0])
+    elif notion == "di":
+        real = di_epsilon(Q, scenarios[0].prior)
     elif notion == "pufferfish":
         d = Q.shape[0]
         Ts = pufferfish_T or [np.eye(d) if s.T is None else s.T for s in scenarios]
@@ -353,7 +385,8 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             MSE, [004] eq. (16)); ``T``: Pr(X | G) for a latent secret (one per prior of the set).
         epsilon: the privacy budget ε > 0.
         values / task / V: the aggregation task (:func:`~.lip_estimation.value_matrix`).
-        notion: ``"lip"`` (default), ``"ldp"`` or ``"pufferfish"``.
+        notion: ``"lip"`` (default), ``"ldp"``, ``"pufferfish"`` or ``"di"`` (ε-differential
+            identifiability, [004] Def. 4, one prior: :func:`di_rows`).
         method: ``"vertex"`` (exact global, d ≤ ~8), ``"exact"`` (column generation with exact
             pricing, certified gap; ε-LIP with G = X, one prior, sum/survey/histogram), ``"local"``
             (multi-start SLP; status ``feasible``: no bound), ``"scip"`` (the Pyomo model by SCIP),
@@ -386,6 +419,13 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
     if mode != "verified":
         raise InputError(f"unknown mode {mode!r}: use 'verified' or 'paper'")
     rows = family_rows(notion, scen, eps, pufferfish_T=pufferfish_T)
+    if notion == "di":  # the prior is a mixture of the posteriors, so it must obey DI's ratio itself
+        Ps = scen[0].prior[scen[0].prior > 0]
+        need = math.log(Ps.max() / Ps.min())
+        if need > eps * (1 + 1e-12):
+            raise InfeasibleError(f"no channel is {eps:g}-DI for this prior: the prior is a mixture of "
+                                  f"the posteriors, so DI needs epsilon >= log(max P / min P) = "
+                                  f"{need:.6g}")
     status = "optimal"
     stats = {"mode": mode, "notion": notion, "d": d, "epsilon": eps, "scenarios": len(scen)}
     if objective in ("mae", "hamming"):
@@ -415,7 +455,8 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             if info["stop"] != "optimal":
                 status = info["stop"]
         elif method == "vertex":
-            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
+            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit,
+                                      interior=di_interior(scen[0].prior) if notion == "di" else None)
         elif method == "local":
             from .lip_closed_forms import warm_starts
             if rng is None:

@@ -48,7 +48,7 @@ __all__ = ["ExactPricing", "build_pyomo", "cone_rays", "lip_section_box", "price
 # ------------------------------------------------------------------------ exact vertex method
 
 
-def cone_rays(A, d: int, *, tol: float = 1e-9) -> np.ndarray:
+def cone_rays(A, d: int, *, tol: float = 1e-9, interior=None) -> np.ndarray:
     """Extreme rays of K = {c ≥ 0 : A c ≤ 0}, normalised to Σ c = 1 (rows of the result).
 
     They are the vertices of the polytope S = K ∩ {Σ c = 1}, enumerated by Qhull's halfspace
@@ -60,11 +60,11 @@ def cone_rays(A, d: int, *, tol: float = 1e-9) -> np.ndarray:
     H = np.vstack([A, -np.eye(d)])  # H c ≤ 0
     if d == 1:
         return np.ones((1, 1))
-    c0 = np.full(d, 1.0 / d)
+    c0 = np.full(d, 1.0 / d) if interior is None else np.asarray(interior, float) / np.sum(interior)
     N = null_space(np.ones((1, d)))  # d × (d−1), orthonormal
     G, h = H @ N, H @ c0
     if (h >= 0).any():
-        raise InputError("the uniform channel column is not strictly feasible: the constraint family "
+        raise InputError("the interior column (default uniform) is not strictly feasible: the family "
                          "is degenerate (epsilon = 0?)")
     norm = np.linalg.norm(G, axis=1)
     keep = norm > 1e-14
@@ -127,11 +127,12 @@ def _order_columns(Q: np.ndarray) -> np.ndarray:
     return Q[:, order]
 
 
-def solve_vertex(scenarios, V, A, *, time_limit: float | None = None) -> tuple[np.ndarray, float]:
+def solve_vertex(scenarios, V, A, *, time_limit: float | None = None,
+                 interior=None) -> tuple[np.ndarray, float]:
     """Exact global optimum by the ray LP (module docstring): ``(Q, bound)`` with ``bound`` a
     certified upper bound on the worst-case utility min_θ (Σ_k φ_θ(q_k) − E_θ‖V‖²) = −max MSE."""
     d = scenarios[0].prior.size
-    R = cone_rays(A, d)
+    R = cone_rays(A, d, interior=interior)
     res = solve_lp(*_ray_lp(R, scenarios, V), time_limit=time_limit)
     raise_for_status(res, "LIP ray LP")
     w = res.x[:-1]
