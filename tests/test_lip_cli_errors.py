@@ -39,8 +39,9 @@ def test_scip_time_limit_exits_4(capsys):
                     "--time-limit", "0.05", "--json")
     d = json.loads(out.out)
     assert code == 4 and d["status"] == "time_limit"
-    v = lip.solve([0.1, 0.15, 0.2, 0.25, 0.3], 1.0, task="hist", method="vertex")
-    assert d["mse"] >= v.objective - 1e-9
+    if d.get("mse") is not None:  # SCIP had a first channel: certified, never below the optimum
+        v = lip.solve([0.1, 0.15, 0.2, 0.25, 0.3], 1.0, task="hist", method="vertex")
+        assert d["mse"] >= v.objective - 1e-9
     assert "time limit" in out.err
 
 

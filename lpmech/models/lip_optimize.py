@@ -32,7 +32,7 @@ from scipy.linalg import null_space
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
-from ..errors import InputError, SolverError
+from ..errors import InputError, SolverError, TimeLimitError
 from ..solvers.highs import solve_lp
 from ..solvers.result import check_time_limit
 from .common import raise_for_status
@@ -678,6 +678,9 @@ def solve_pyomo_scip(model, *, time_limit: float | None = None, gap: float = 1e-
     scip.optimize()
     status = scip.getStatus()
     if scip.getNSols() == 0:
+        if status == "timelimit":
+            raise TimeLimitError(f"SCIP: time limit {time_limit:g}s reached before a first feasible "
+                                 "channel; raise --time-limit or use method vertex/exact")
         raise SolverError(f"SCIP found no solution (status {status})")
     sol = scip.getBestSol()
     d, f = len(model.M), len(model.K)
