@@ -45,6 +45,11 @@ def test_exact_pricing_equals_enumeration(seed):
     assert best == pytest.approx(brute2, abs=1e-10)
     assert float((alpha * c * c + y * c).sum()) == pytest.approx(best, abs=1e-12)
     assert ub >= brute2 - 1e-10 and ub - brute2 <= 1e-9
+    # identical items (histogram with a uniform prior): the exchange-argument enumeration
+    Pu, au = np.full(d, 1 / d), np.full(d, 1 / d ** 2)
+    brute3 = max(float((au * c * c + y * c).sum()) for c in _box_vertices(Pu, lo, hi))
+    ub3, _, best3, _ = price_separable(Pu, au, y, lo, hi)
+    assert ub3 == pytest.approx(brute3, abs=1e-10) and best3 == pytest.approx(brute3, abs=1e-10)
 
 
 @pytest.mark.parametrize("task", ["sum", "hist"])

@@ -404,6 +404,21 @@ def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, max_
     def value(c):
         return float((alpha * c * c + y * c).sum())
 
+    if np.ptp(P) == 0 and np.ptp(alpha) == 0:  # identical items (histogram, uniform prior): by
+        # exchange, some optimum puts the k largest y at hi, the next one free, the rest at lo
+        d = P.size
+        order = np.argsort(-y, kind="stable")
+        k = np.arange(d)
+        free = (1.0 - P[0] * (k * hi + (d - k - 1) * lo)) / P[0]
+        ok = (free >= lo - 1e-12) & (free <= hi + 1e-12)
+        C = np.full((int(ok.sum()), d), lo)
+        for row, kk, cf in zip(C, k[ok], free[ok], strict=True):
+            row[order[:kk]] = hi
+            row[order[kk]] = min(max(cf, lo), hi)
+        vals = [value(c) for c in C]
+        b = int(np.argmax(vals))
+        return vals[b], C[b], vals[b], 0
+
     def relax(lo_, hi_):
         slope = alpha * (lo_ + hi_) + y
         c = _greedy_box(P, slope / P, lo_, hi_)[0]
