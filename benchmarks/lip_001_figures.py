@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lip_common import DATA, lip_mse, plot_panels, write_csv
 
-from lpmech.models import lip_closed_forms as cf
-from lpmech.models import lip_estimation as est
+from lpmech.models.lip import lip_closed_forms as cf
+from lpmech.models.lip import lip_estimation as est
 
 log = logging.getLogger("lpmech.benchmarks.lip_001")
 MODES = ("paper", "verified")

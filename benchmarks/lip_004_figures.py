@@ -39,8 +39,8 @@ from lip_001_figures import gowalla_prior
 from lip_common import lip_mse, plot_panels, threshold, write_csv
 
 from lpmech.models import lip
-from lpmech.models import lip_closed_forms as cf
-from lpmech.models import lip_estimation as est
+from lpmech.models.lip import lip_closed_forms as cf
+from lpmech.models.lip import lip_estimation as est
 
 log = logging.getLogger("lpmech.benchmarks.lip_004")
 MODES = ("paper", "verified")

@@ -15,7 +15,7 @@ import numpy as np
 
 from lpmech import io as lpio
 from lpmech.models import lip
-from lpmech.models import lip_closed_forms as cf
+from lpmech.models.lip import lip_closed_forms as cf
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -27,7 +27,7 @@ def lip_mse(P, eps, V, mode, rng=None, **kw) -> tuple[float, bool, float]:
     if mode == "paper":
         Q = cf.rr_lip_paper(P, eps)
         real = lip.lip_epsilon(Q, P)
-        from lpmech.models.lip_estimation import mmse_mse
+        from lpmech.models.lip.lip_estimation import mmse_mse
         return mmse_mse(Q, P, V), real <= eps * (1 + 1e-6), real
     method = "auto" if len(P) <= lip.VERTEX_MAX_D else "local"
     r = lip.solve(P, eps, V=V, method=method, rng=rng or np.random.default_rng(0), **kw)

@@ -1,7 +1,7 @@
 """Fig. 1 of seed 003: program (2) under E_S against ε-LDP frequency estimation (m = 100).
 
 For |S| = 1..m, solve program (2) (A = B = I, Laplace per coordinate) under E_S with
-``lpmech.models.matrix_mechanism.solve_frequency`` (CVXPY/Clarabel, lazy pair constraints) and print
+``lpmech.models.matrix.matrix_mechanism.solve_frequency`` (CVXPY/Clarabel, lazy pair constraints) and print
 its certified total error, the Lagrangian gap and the closed form of spec §2.3, as a ratio to the
 ε-LDP baseline of the figure: Laplace histogram encoding Lap(2/ε), total 8nm/ε² (spec §5.6). The
 ratio does not depend on n or ε. As a second ε-LDP baseline (not in the paper) the table also has
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from lpmech.io import write_csv
-from lpmech.models import matrix_mechanism as mm
+from lpmech.models.matrix import matrix_mechanism as mm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"

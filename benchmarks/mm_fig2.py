@@ -2,7 +2,7 @@
 
 Data: n users, each coordinate drawn independently from a Zipf(1.1) law truncated to [m]
 (P(k) ∝ k^−1.1, rank 1 = value 0; spec §5.16). For each D and ε, ``reps`` runs of encoding and
-estimation (``lpmech.models.range_mechanism``) give
+estimation (``lpmech.models.matrix.range_mechanism``) give
 
 * the average squared error of single-cell estimates (all cells when m^D ≤ ``--max-cells``, else
   that many uniformly sampled cells), beside its exact value and the paper's Theorem 2 line
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from lpmech.io import write_csv
-from lpmech.models import matrix_mechanism as mm
-from lpmech.models import range_mechanism as rm
+from lpmech.models.matrix import matrix_mechanism as mm
+from lpmech.models.matrix import range_mechanism as rm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"

@@ -2,7 +2,7 @@
 
 For m values on random metrics — Euclidean distances of m uniform points in [0, 10]², and the
 shortest-path metric of a complete graph with uniform random weights — solve program (2)
-(``lpmech.models.matrix_mechanism.solve_frequency``, CVXPY/Clarabel) with lazily generated pair
+(``lpmech.models.matrix.matrix_mechanism.solve_frequency``, CVXPY/Clarabel) with lazily generated pair
 constraints, and, up to ``--mono-max``, with all m(m−1)/2 pairs in one model (the baseline, same
 process). Prints time, rounds, pairs used, objective agreement and the Lagrangian gap; the issue's
 target is m = 1,000 in ≤ 30 s. Writes ``benchmarks/results/mm_scale.csv`` and ``.png``.
@@ -20,7 +20,7 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
 from lpmech.io import write_csv
-from lpmech.models import matrix_mechanism as mm
+from lpmech.models.matrix import matrix_mechanism as mm
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"

@@ -68,7 +68,8 @@ def timed(fn, *args, **kwargs):
 
 
 def _old_module(commit):
-    """``lpmech.models.omg_large`` as of ``commit`` (read with git show), imported beside the new one."""
+    """``lpmech/models/omg_large.py`` as of ``commit`` (read with git show; the path before the layout
+    by family), imported beside the new one."""
     import importlib.util
     import subprocess
     import sys
@@ -90,8 +91,8 @@ def _old_module(commit):
 
 def _decomposition(inst, eps, workers, budget):
     """omg.solve's decomposition path with a chosen number of pricing workers (certified)."""
-    from lpmech.models import omg_large
     from lpmech.models.common import certified_result
+    from lpmech.models.omg import omg_large
 
     res = omg_large.solve_decomposition(inst, eps, workers=workers, time_limit=budget)
     res = certified_result(res, res.x.reshape(inst.K, inst.K), inst, eps, name="OMG")
@@ -114,7 +115,8 @@ def main(argv=None):
     ap.add_argument("--name", default="omg_scaling", help="output file stem under results/")
     ap.add_argument("--old", default=None, metavar="COMMIT",
                     help="also time the decomposition of lpmech/models/omg_large.py as of this git "
-                         "commit (e.g. 581b176, before the generic engine): old/new is printed")
+                         "commit, before the layout by family (e.g. 581b176, before the generic engine): "
+                         "old/new is printed")
     ap.add_argument("--workers", type=int, default=None,
                     help="pricing workers of the decomposition (default: 2 from K = 100 on 2+ cores)")
     args = ap.parse_args(argv)

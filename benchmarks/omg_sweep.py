@@ -2,7 +2,7 @@
 
 Cells: ε ∈ {0.05, 0.3, 1, 4, 10, 30} × metrics {grid, points, graph, latlon, neardup} × priors
 {uniform, dirichlet, spiky} × methods {full, cutting-plane, decomposition, auto} at about ``--K``
-locations (instance families: :mod:`lpmech.models.omg_sweep`). For every (instance, ε) the raw full
+locations (instance families: :mod:`lpmech.models.omg.omg_sweep`). For every (instance, ε) the raw full
 LP (``omg.build_lp`` + HiGHS, no cleaning) is solved once as the reference and the baseline time;
 each method's cell records status, time, time ratio against that baseline, objective, gap, realised ε
 (the package certifier on the original points) and relative difference to the reference. A cell is
@@ -29,7 +29,7 @@ import numpy as np
 
 from lpmech.io import write_csv
 from lpmech.models import omg
-from lpmech.models import omg_sweep as sw
+from lpmech.models.omg import omg_sweep as sw
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"

@@ -10,7 +10,8 @@ import pytest
 from lpmech import instance as li
 from lpmech.design import decomposition as dc
 from lpmech.design.geoind import GeoInd
-from lpmech.models import omg, omg_large
+from lpmech.models import omg
+from lpmech.models.omg import omg_large
 
 distributed = pytest.importorskip("distributed")
 

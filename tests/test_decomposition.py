@@ -12,8 +12,9 @@ from lpmech.design import Notion, NotionCertificate
 from lpmech.design.decomposition import decompose
 from lpmech.design.geoind import GeoInd
 from lpmech.errors import IterationLimitError
-from lpmech.models import omg, omg_large
+from lpmech.models import omg
 from lpmech.models.common import raise_for_status
+from lpmech.models.omg import omg_large
 
 
 class LDPRows(Notion):

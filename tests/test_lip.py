@@ -15,9 +15,9 @@ import pytest
 from lpmech.errors import InputError
 from lpmech.mechanism import ldp_epsilon
 from lpmech.models import lip
-from lpmech.models import lip_closed_forms as cf
-from lpmech.models import lip_optimize as lipo
-from lpmech.models.lip_estimation import mmse_mse, value_matrix
+from lpmech.models.lip import lip_closed_forms as cf
+from lpmech.models.lip import lip_optimize as lipo
+from lpmech.models.lip.lip_estimation import mmse_mse, value_matrix
 
 B = np.array([0.0, 1.0])
 

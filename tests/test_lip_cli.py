@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from lpmech.cli import main
-from lpmech.models import lip_closed_forms as cf
-from lpmech.models.lip_estimation import mmse_mse
+from lpmech.models.lip import lip_closed_forms as cf
+from lpmech.models.lip.lip_estimation import mmse_mse
 
 
 def run(capsys, *argv):

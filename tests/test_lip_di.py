@@ -65,7 +65,7 @@ def test_di_mse_vertex_certified_against_linprog_channel():
     assert (A @ c).max() < 0 and np.allclose(P * c / (P * c).sum(), 0.25)  # uniform posterior
     r = lip.solve(P, eps, notion="di", task="sum", method="vertex")
     assert r.status == "optimal" and lip.di_epsilon(r.mechanism.matrix, P) <= eps * (1 + 1e-6)
-    from lpmech.models.lip_estimation import mmse_mse
+    from lpmech.models.lip.lip_estimation import mmse_mse
 
     V = np.arange(4.0)[:, None]
     ham = lip.solve(P, eps, notion="di", objective="hamming").mechanism.matrix

@@ -1,4 +1,4 @@
-"""Estimators and MSE formulas of lpmech.models.lip_estimation, checked three ways: the closed-form
+"""Estimators and MSE formulas of lpmech.models.lip.lip_estimation, checked three ways: the closed-form
 MSE, the direct estimator-table MSE, and Monte Carlo (within 4.5 standard errors), plus the papers'
 context-free formulas ([001] eq. (42), [004] eq. (41), Wang et al. 2017)."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from lpmech.errors import InputError
 from lpmech.models import lip
-from lpmech.models import lip_closed_forms as cf
-from lpmech.models import lip_estimation as est
+from lpmech.models.lip import lip_closed_forms as cf
+from lpmech.models.lip import lip_estimation as est
 
 
 @pytest.mark.parametrize("task", ["sum", "hist", "survey"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lpmech.models import lip
-from lpmech.models.lip_optimize import price_rank1, price_separable
+from lpmech.models.lip.lip_optimize import price_rank1, price_separable
 
 
 def _box_vertices(P, lo, hi):

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize
 
 from lpmech.errors import InfeasibleError, InputError, TimeLimitError
-from lpmech.models import matrix_mechanism as mm
+from lpmech.models.matrix import matrix_mechanism as mm
 
 # ------------------------------------------------------------------------------- workloads
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from lpmech.cli import build_parser, main
-from lpmech.models import range_mechanism as rm
+from lpmech.models.matrix import range_mechanism as rm
 
 
 def run(capsys, *argv):

@@ -286,7 +286,7 @@ def test_cleaning_a_spiky_prior_lp_keeps_its_optimum():
     5e-6 (rows with prior ~1e-40 are loose in the LP); merging a far pair then cascaded into one
     common row (loss ×10). Repeating the pass converges instead: certified by the loop, loss within
     1e-7 of the raw LP's."""
-    from lpmech.models import omg_sweep as sw
+    from lpmech.models.omg import omg_sweep as sw
 
     inst = sw.make_instance("neardup", "spiky", 30, 0)
     lp = omg.build_lp(inst, 1.0)

@@ -12,7 +12,8 @@ from scipy.sparse.csgraph import shortest_path
 from lpmech import cli
 from lpmech import instance as li
 from lpmech.errors import InputError
-from lpmech.models import omg, omg_large
+from lpmech.models import omg
+from lpmech.models.omg import omg_large
 from tests.test_omg import check_certified, qif_optimum, random_prior
 
 _G = nx.connected_watts_strogatz_graph(10, 4, 0.3, seed=5)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from lpmech.models import omg
-from lpmech.models import omg_sweep as sw
+from lpmech.models.omg import omg_sweep as sw
 
 #: a method that has not answered by then fails the example (a stall must not hang the suite)
 CELL_TIME_LIMIT = 20.0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lpmech.errors import InputError
-from lpmech.models import range_mechanism as rm
+from lpmech.models.matrix import range_mechanism as rm
 
 
 def _cells(sizes):

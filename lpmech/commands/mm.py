@@ -155,7 +155,7 @@ def _given(args, names) -> list[str]:
 
 
 def _check_laplace_epsilon(eps: float) -> float:
-    from ..models import matrix_mechanism as mm
+    from ..models.matrix import matrix_mechanism as mm
 
     try:
         return mm.check_program_epsilon(eps)
@@ -165,7 +165,7 @@ def _check_laplace_epsilon(eps: float) -> float:
 
 def _metric(args):
     from ..instance import read_distances
-    from ..models import matrix_mechanism as mm
+    from ..models.matrix import matrix_mechanism as mm
 
     kind = args.metric or "es"
     if kind != "matrix" and args.distances is not None:
@@ -202,7 +202,7 @@ def _metric(args):
 
 def _cmd_laplace(args) -> int:
     from ..cli import json_on_error, print_json
-    from ..models import matrix_mechanism as mm
+    from ..models.matrix import matrix_mechanism as mm
 
     workload, strategy = args.workload or "identity", args.strategy or "identity"
     n = 1 if args.n is None else args.n
@@ -298,7 +298,7 @@ def read_int_table(path, what: str, ncols: int) -> np.ndarray:
 
 
 def _sizes(args) -> tuple[int, ...]:
-    from ..models import range_mechanism as rm
+    from ..models.matrix import range_mechanism as rm
 
     if args.sizes is not None:
         if args.m is not None or args.D is not None:
@@ -330,7 +330,7 @@ def _quantile_levels(spec: str) -> list[float]:
 def _range_inputs(args, rng):
     """(sizes, X, source, weights, ranges, quantile levels), all validated with CLI spellings."""
     from .. import io as lpio
-    from ..models import range_mechanism as rm
+    from ..models.matrix import range_mechanism as rm
 
     sizes = _sizes(args)
     D = len(sizes)
@@ -393,7 +393,7 @@ def _range_inputs(args, rng):
 def _cmd_range(args) -> int:
     from ..cli import json_on_error, print_json
     from ..mechanism import EPS_RTOL
-    from ..models import range_mechanism as rm
+    from ..models.matrix import range_mechanism as rm
 
     info = {"command": "mm", "mechanism": "range", "epsilon": args.epsilon, "seed": args.seed}
     with json_on_error(args, info):
@@ -443,7 +443,7 @@ def _cmd_range(args) -> int:
 
 
 def _queries(X, sizes, eps, R, w, rng, args) -> list[dict]:
-    from ..models import range_mechanism as rm
+    from ..models.matrix import range_mechanism as rm
 
     if R.shape[0] == 0:
         return []
@@ -475,7 +475,7 @@ def _queries(X, sizes, eps, R, w, rng, args) -> list[dict]:
 
 
 def _quantiles(X, sizes, eps, ps, rng, args) -> list[dict]:
-    from ..models import range_mechanism as rm
+    from ..models.matrix import range_mechanism as rm
 
     if not ps:
         return []

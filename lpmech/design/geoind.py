@@ -7,7 +7,7 @@ solve: it starts from the rows to near neighbours (and, for output k, the rows o
 and separates with the vectorised max-product oracle :func:`most_violated`.
 
 The primitives here (the oracle, :func:`near_pairs`, :func:`tents`, the row builder) are shared by
-the OMG cutting-plane path and the decomposition; :mod:`lpmech.models.omg_large` re-exports them.
+the OMG cutting-plane path and the decomposition; :mod:`lpmech.models.omg.omg_large` re-exports them.
 """
 
 from __future__ import annotations

@@ -44,14 +44,14 @@ import scipy.fft as sfft
 import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
-from ..certificate import OptimalityCertificate
-from ..errors import InfeasibleError, InputError, SolverError
-from ..instance import Instance
-from ..mechanism import Mechanism, PrivacyCertificate, check_epsilon
-from ..progress import Progress
-from ..solvers.result import Result
-from . import omg
-from .common import certified_mechanism, certified_result, verbose_entry
+from ...certificate import OptimalityCertificate
+from ...errors import InfeasibleError, InputError, SolverError
+from ...instance import Instance
+from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
+from ...progress import Progress
+from ...solvers.result import Result
+from .. import omg
+from ..common import certified_mechanism, certified_result, verbose_entry
 
 log = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ import time
 
 import numpy as np
 
-from ..certificate import OptimalityCertificate
-from ..errors import CertificationError, InfeasibleError, InputError
-from ..mechanism import (
+from ...certificate import OptimalityCertificate
+from ...errors import CertificationError, InfeasibleError, InputError
+from ...mechanism import (
     EPS_RTOL,
     Mechanism,
     PrivacyCertificate,
@@ -46,7 +46,7 @@ from ..mechanism import (
     check_epsilon_scale,
     ldp_epsilon,
 )
-from ..solvers.result import Result, check_time_limit
+from ...solvers.result import Result, check_time_limit
 from .lip_estimation import column_utility, second_moment, value_matrix
 
 log = logging.getLogger(__name__)

@@ -28,11 +28,11 @@ import time
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..certificate import OptimalityCertificate
-from ..errors import InputError
-from ..mechanism import Mechanism, check_epsilon
-from ..solvers.result import Result
-from .baselines import randomized_response
+from ...certificate import OptimalityCertificate
+from ...errors import InputError
+from ...mechanism import Mechanism, check_epsilon
+from ...solvers.result import Result
+from ..baselines import randomized_response
 from .lip import Scenario, lip_certificate, lip_epsilon, solve
 from .lip_estimation import column_utility, second_moment
 

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 __all__ = [
     "column_utility", "estimator_mse", "grr_count_variance", "mmse_estimator", "mmse_mse",

@@ -32,10 +32,10 @@ from scipy.linalg import null_space
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
-from ..errors import InputError, SolverError, TimeLimitError
-from ..solvers.highs import solve_lp
-from ..solvers.result import check_time_limit
-from .common import raise_for_status
+from ...errors import InputError, SolverError, TimeLimitError
+from ...solvers.highs import solve_lp
+from ...solvers.result import check_time_limit
+from ..common import raise_for_status
 from .lip import Scenario
 from .lip_estimation import column_utility, second_moment
 

@@ -30,9 +30,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
-from ..errors import InputError
-from ..mechanism import Mechanism, PrivacyCertificate, check_epsilon, clean_and_certify
-from ..solvers.benders import (
+from ...errors import InputError
+from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon, clean_and_certify
+from ...solvers.benders import (
     BendersProblem,
     Block,
     make_executor,
@@ -40,9 +40,9 @@ from ..solvers.benders import (
     solve_benders,
     solve_block_alone,
 )
-from ..solvers.highs import solve_lp
-from ..solvers.result import Result
-from .common import raise_for_status, require_certified
+from ...solvers.highs import solve_lp
+from ...solvers.result import Result
+from ..common import raise_for_status, require_certified
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def reference_points(coords, cell_km: float) -> np.ndarray:
 
     Coordinates are (lat, lon) degrees, projected equirectangularly about their mean latitude.
     """
-    from ..instance import EARTH_RADIUS_KM
+    from ...instance import EARTH_RADIUS_KM
 
     ll = np.radians(np.asarray(coords, float))
     xy = np.column_stack([ll[:, 1] * math.cos(ll[:, 0].mean()), ll[:, 0]]) * EARTH_RADIUS_KM
@@ -296,7 +296,7 @@ def build_structure(grid, users, params: LRGeoParams = LRGeoParams(), *, targets
         prior: prior p over real locations, used with ``row_prior="prior"``.
         rng: a numpy Generator, needed with ``lr_select="random"``.
     """
-    from ..instance import make_prior
+    from ...instance import make_prior
 
     d = np.asarray(grid.metric, float)
     tc = np.asarray(grid.travel_cost, float)
@@ -718,7 +718,7 @@ def laplace_rows(grid, rows, epsilon: float, rng: np.random.Generator, *,
     """
     from scipy.spatial import cKDTree
 
-    from ..instance import EARTH_RADIUS_KM
+    from ...instance import EARTH_RADIUS_KM
 
     eps = check_epsilon(epsilon)
     if int(n_samples) < 1:

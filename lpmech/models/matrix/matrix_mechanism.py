@@ -32,13 +32,13 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ..certificate import OptimalityCertificate
-from ..errors import InfeasibleError, InputError, TimeLimitError
-from ..instance import validate_metric
-from ..mechanism import EPS_RTOL, PrivacyCertificate, check_epsilon
-from ..solvers.cvxpy import solve_cvxpy
-from ..solvers.result import Result, check_time_limit
-from .common import raise_for_status, require_certified
+from ...certificate import OptimalityCertificate
+from ...errors import InfeasibleError, InputError, TimeLimitError
+from ...instance import validate_metric
+from ...mechanism import EPS_RTOL, PrivacyCertificate, check_epsilon
+from ...solvers.cvxpy import solve_cvxpy
+from ...solvers.result import Result, check_time_limit
+from ..common import raise_for_status, require_certified
 
 log = logging.getLogger("lpmech.matrix_mechanism")
 
@@ -200,7 +200,7 @@ def _check_domain(m: int) -> int:
     if m > MAX_DOMAIN:
         raise InputError(f"a metric on {m} values is too large for the matrix mechanism's pair "
                          f"constraints (at most {MAX_DOMAIN}); for D-dimensional range counting "
-                         "use lpmech.models.range_mechanism")
+                         "use lpmech.models.matrix.range_mechanism")
     return m
 
 

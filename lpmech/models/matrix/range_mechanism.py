@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from ..mechanism import check_epsilon
+from ...errors import InputError
+from ...mechanism import check_epsilon
 
 log = logging.getLogger("lpmech.range_mechanism")
 

@@ -26,13 +26,13 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputError
-from ..instance import Instance
-from ..mechanism import check_epsilon
-from ..resources import require_omg_memory
-from ..solvers.highs import solve_lp
-from ..solvers.result import Result
-from .common import certified_result, check_model_inputs, verbose_entry
+from ...errors import InputError
+from ...instance import Instance
+from ...mechanism import check_epsilon
+from ...resources import require_omg_memory
+from ...solvers.highs import solve_lp
+from ...solvers.result import Result
+from ..common import certified_result, check_model_inputs, verbose_entry
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def solve_model(model, *, solver: str = "appsi_highs", time_limit: float | None 
     if info is None:
         raise InputError("solve_model() needs a model made by lpmech.models.omg.build_pyomo")
     instance, eps = info["instance"], info["epsilon"]
-    from ..solvers.pyomo import solve_pyomo
+    from ...solvers.pyomo import solve_pyomo
 
     res = solve_pyomo(model, solver=solver, time_limit=time_limit, tee=tee)
     res.stats["path"] = "pyomo"
@@ -236,7 +236,7 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
             ``"spanner"`` (δ-spanner rows with ε/δ: approximate, certified ε-Geo-Ind) or
             ``"auto"`` (:func:`choose_method`, or ``"full"`` with ``max_loss``; ``stats["method"]``
             says what ran).
-            See :mod:`lpmech.models.omg_large`.
+            See :mod:`lpmech.models.omg.omg_large`.
         path: ``"fast"`` (vectorised arrays straight to HiGHS) or ``"pyomo"`` (the declarative
             model; full method only).
         algorithm: HiGHS algorithm of the full and cutting-plane methods: ``"simplex"``,
@@ -267,7 +267,7 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
     eps = check_model_inputs(instance, epsilon, max_loss=max_loss)
     t0 = time.perf_counter()
     if merge:
-        from ..quotient import quotient
+        from ...quotient import quotient
 
         q = quotient(instance)
         if q is not None:

@@ -34,17 +34,17 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..certificate import OptimalityCertificate
-from ..design.decomposition import PricingLP, decompose, lagrangian
-from ..design.geoind import GeoInd, column_rows, most_violated, near_pairs, tents
-from ..design.notion import SEPARATION_TOL
-from ..errors import InputError, LpmechError
-from ..instance import Instance
-from ..mechanism import check_epsilon
-from ..progress import Progress
-from ..solvers.cutting_planes import LazyLP
-from ..solvers.result import Result
-from . import baselines
+from ...certificate import OptimalityCertificate
+from ...design.decomposition import PricingLP, decompose, lagrangian
+from ...design.geoind import GeoInd, column_rows, most_violated, near_pairs, tents
+from ...design.notion import SEPARATION_TOL
+from ...errors import InputError, LpmechError
+from ...instance import Instance
+from ...mechanism import check_epsilon
+from ...progress import Progress
+from ...solvers.cutting_planes import LazyLP
+from ...solvers.result import Result
+from .. import baselines
 from .omg import factor_matrix
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ import time
 import networkx as nx
 import numpy as np
 
-from .. import instance as li
-from ..errors import LpmechError
-from ..mechanism import EPS_RTOL
+from ... import instance as li
+from ...errors import LpmechError
+from ...mechanism import EPS_RTOL
 from . import omg
 
 METRICS = ("grid", "points", "graph", "latlon", "neardup")
