@@ -120,7 +120,7 @@ def _lh_mean(P, g, eps, V, mode, hashes, rng, ldp=False):
             Q = cf.lh_ldp(P.size, h, eps)
             vals.append(est.mmse_mse(Q, P, V))
             continue
-        Q, m = cf.lh_lip(P, h, eps, V, paper=(mode == "paper"), rng=rng)
+        Q, m = lip.lh_lip(P, h, eps, V, paper=(mode == "paper"), rng=rng)
         ok &= lip.lip_epsilon(Q, P) <= eps * (1 + 1e-6)
         vals.append(m)
     return float(np.mean(vals)), float(np.min(vals)), ok

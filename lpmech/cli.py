@@ -1,11 +1,8 @@
-"""The ``lpmech`` command line (also ``python -m lpmech``).
+"""The ``lpmech`` command line (also ``python -m lpmech``): the entry point and the plumbing the
+subcommands share (instance flags, errors to exit codes, JSON on error, solver output to stderr).
 
-Subcommands:
-
-* ``lpmech omg``: build and solve the optimal (ε, γ)-Geo-Ind mechanism (the OMG LP of seed 002
-  §2.3) for a grid, a CSV of points (planar or lat/lon), a distance matrix or a weighted graph;
-  print a report or one JSON object, and optionally save the certified mechanism (``--out``).
-* ``lpmech certify``: re-certify a saved mechanism against its saved metric.
+Every subcommand lives in :mod:`lpmech.commands` (one module each: ``omg``, ``certify``, ``le``,
+``lip``, ``lrgeo``, ``mm``), which registers its parser and handler here.
 
 Exit codes: 0 a certified optimum (or closed form), 1 solver failure or internal error, 2 bad
 input (also argparse's usage errors, and an instance too large for the machine's memory),
@@ -30,25 +27,16 @@ import sys
 
 import numpy as np
 
-from . import __version__, commands, plotting
+from . import __version__, commands
 from . import io as lpio
-from .errors import CertificationError, InfeasibleError, InputError, LpmechError, error_status
+from .errors import InputError, LpmechError, error_status
 from .instance import Instance, grid, read_distances, read_edges, read_points
-from .mechanism import EPS_RTOL, certify
-from .models import omg
 from .progress import live_progress, verbose_logging
 from .solvers.result import EXIT_CODES
 
 log = logging.getLogger("lpmech.cli")
 
 DEFAULT_GRID = "6x6"
-#: --solver choice -> (omg.solve path, HiGHS algorithm on the fast path)
-SOLVERS = {
-    "highs": ("fast", "simplex"),
-    "highs-ipm": ("fast", "ipm"),
-    "highs-choose": ("fast", "choose"),
-    "pyomo": ("pyomo", "simplex"),
-}
 _EXIT_CODES = """exit codes: 0 certified optimum (or a closed form), 1 solver failure or internal
 error, 2 bad input (also an instance too large for this machine's memory), 3 infeasible, 4 no
 certified optimum (time limit, iteration cap, or a certified mechanism whose optimality is not
@@ -72,53 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print exactly one JSON object on stdout instead of the report")
     common.add_argument("-v", "--verbose", action="store_true",
                         help="log progress (and the solver's log) to stderr")
-
-    p = sub.add_parser(
-        "omg", parents=[common], epilog=_EXIT_CODES,
-        help="optimal (eps, gamma)-Geo-Ind mechanism (the OMG LP, exact at scale)",
-        description="Solve the OMG LP (seed 002 §2.3): the (eps, gamma)-Geo-Ind mechanism of least "
-                    "expected loss (loss = the metric) under the prior, with a certified realised "
-                    "epsilon and a dual bound. Without an instance flag the instance is a "
-                    f"{DEFAULT_GRID} grid.")
-    add_instance_arguments(p)
-    p.add_argument("--epsilon", type=float, default=1.0,
-                   help="privacy budget per unit of distance (default 1)")
-    p.add_argument("--method", choices=list(omg.METHODS), default="auto",
-                   help="full: every Geo-Ind row; cutting-plane: lazy rows (exact); decomposition: "
-                        "Dantzig-Wolfe by output column with lazy rows (exact, fastest at large K); "
-                        "spanner: rows on a delta-spanner with eps/delta (approximate, certified); "
-                        f"auto (default): cutting-plane up to K={omg.AUTO_SMALL_K}, else decomposition "
-                        "(the report says which ran)")
-    p.add_argument("--delta", type=float, default=1.1,
-                   help="spanner dilation for --method spanner (default 1.1)")
-    p.add_argument("--solver", choices=list(SOLVERS), default="highs",
-                   help="highs: fast sparse path, dual simplex (default); highs-ipm: interior "
-                        "point + crossover; highs-choose: HiGHS decides; pyomo: the declarative "
-                        "Pyomo model via appsi_highs")
-    p.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="solver time limit; reaching it is an error (exit 4)")
-    p.add_argument("--max-loss", type=float, metavar="X",
-                   help="utility requirement: expected loss <= X (below the optimum the model is "
-                        "infeasible, exit 3)")
-    p.add_argument("--out", metavar="FILE.npz",
-                   help="save the certified mechanism, metric, prior and certificates (written "
-                        "atomically, only on success)")
-    p.add_argument("--plot", metavar="FILE.png",
-                   help="draw the output distributions of a few true locations (written "
-                        "atomically, only on success)")
-    p.set_defaults(func=cmd_omg)
-
-    c = sub.add_parser(
-        "certify", parents=[common], epilog=_EXIT_CODES,
-        help="re-certify a saved mechanism",
-        description="Re-certify a mechanism saved by 'lpmech omg --out' against its saved metric: "
-                    "the realised epsilon, the worst violation at the target epsilon and the "
-                    "violation ratio and magnitude (seed 002 eqs. (32)-(33)). Exit 5 when the "
-                    f"realised epsilon exceeds the target by more than a factor 1+{EPS_RTOL:g}.")
-    c.add_argument("file", metavar="FILE.npz", help="a mechanism saved by 'lpmech omg --out'")
-    c.add_argument("--epsilon", type=float, help="target epsilon (default: the saved one)")
-    c.add_argument("--gamma", type=float, help="neighbour threshold (default: the saved one)")
-    c.set_defaults(func=cmd_certify)
 
     for module in commands.modules():
         module.register(sub, common)
@@ -237,57 +178,12 @@ _STATUS_MEANING = {
 }
 
 
-# -------------------------------------------------------------------------------------- omg
-
-
-def cmd_omg(args) -> int:
-    """``lpmech omg``: build the instance, solve, report, save."""
-    path, algorithm = SOLVERS[args.solver]
-    info = {"command": "omg", "solver": args.solver, "epsilon": args.epsilon,
-            "gamma": args.gamma}
-    with json_on_error(args, info):
-        if args.out is not None:  # fail now, not after a long solve
-            lpio.check_output_path(args.out, suffix=".npz")
-        if args.plot is not None:
-            lpio.check_output_path(args.plot, suffix=".png")
-        inst = load_instance(args)
-        info.update(instance=inst.describe(), K=inst.K, prior=_prior_description(args, inst))
-        log.info("instance %s, epsilon %g, solver %s", inst.describe(), args.epsilon, args.solver)
-        try:
-            with solver_log_to_stderr(args.verbose):
-                res = omg.solve(inst, args.epsilon, method=args.method, path=path,
-                                algorithm=algorithm, time_limit=args.time_limit,
-                                max_loss=args.max_loss, delta=args.delta,
-                                verbose=args.verbose)
-        except InfeasibleError as exc:
-            if args.max_loss is None:
-                raise
-            raise InfeasibleError(
-                f"OMG is infeasible: --max-loss {args.max_loss:g} is below the least expected "
-                f"loss of any mechanism at epsilon {args.epsilon:g}; raise --max-loss or "
-                "--epsilon",
-                result=exc.result) from None
-        if args.out is not None:
-            lpio.save_result(args.out, res, inst)
-            log.info("saved %s", args.out)
-        if args.plot is not None:
-            title = f"OMG, {inst.describe()}, epsilon {args.epsilon:g}"
-            plotting.save_figure(plotting.plot_mechanism(res.mechanism, inst, title=title),
-                                 args.plot)
-            log.info("plotted %s", args.plot)
-
-    summary = res.summary()
-    summary["backend"] = summary.pop("solver", None)
-    out = {**summary, **info, "unit": inst.unit, "out": args.out, "plot": args.plot}
-    if args.json:
-        print_json(out)
-    else:
-        _print_omg_report(out)
-    return finish(res.status, "omg")
+# ---------------------------------------------------------------------------------- instances
 
 
 def load_instance(args) -> Instance:
-    """The :class:`~lpmech.instance.Instance` described by ``lpmech omg``'s flags."""
+    """The :class:`~lpmech.instance.Instance` described by the instance flags
+    (:func:`add_instance_arguments`)."""
     if args.latlon and args.points is None:
         raise InputError("--latlon applies only to --points")
     if args.allow_nonmetric and args.distances is None:
@@ -334,84 +230,6 @@ def apply_prior(inst: Instance, spec: str | None) -> Instance:
     if spec.startswith("counts:"):
         return inst.with_counts(lpio.read_vector(spec.removeprefix("counts:"), "counts"))
     return inst.with_prior(lpio.read_vector(spec, "prior"))
-
-
-def _prior_description(args, inst: Instance) -> str:
-    if args.prior is not None:
-        return args.prior
-    return "uniform" if np.all(inst.prior == inst.prior[0]) else f"from {args.distances}"
-
-
-def _solver_details(out: dict) -> str:
-    auto = " (auto)" if out.get("requested_method") == "auto" else ""
-    if out.get("path") == "fast":
-        algo = f" {out['algorithm']}" if out.get("algorithm") else ""
-        return f"method {out.get('method')}{auto}, {out['backend']}{algo}, sparse fast path"
-    return f"method full{auto}, {out['backend']}, declarative model"
-
-
-def _print_omg_report(out: dict) -> None:
-    unit = f" per {out['unit']}" if out["unit"] else ""
-    gamma = "" if math.isinf(out["gamma"]) else f", gamma {out['gamma']:g}"
-    lines = [
-        f"OMG on {out['instance']}",
-        f"  epsilon           {out['epsilon']:g}{unit}{gamma}, prior {out['prior']}",
-        f"  solver            {out['solver']} ({_solver_details(out)}), status {out['status']}",
-        f"  objective         {out['objective']:.10g}  (expected loss)",
-        "  bound             " + ("none" if out["bound"] is None else
-                                  f"{out['bound']:.10g}  (gap {out['gap']:.2g})"),
-        f"  realised epsilon  {out['realized_epsilon']:.10g}  "
-        f"(worst violation {out['worst_violation']:.2g})",
-        f"  time              {out['time_s']:.3f} s",
-    ]
-    if out["out"] is not None:
-        lines.append(f"  saved             {out['out']}")
-    if out["plot"] is not None:
-        lines.append(f"  plot              {out['plot']}")
-    print("\n".join(lines))
-
-
-# ---------------------------------------------------------------------------------- certify
-
-
-def cmd_certify(args) -> int:
-    """``lpmech certify``: re-certify a saved mechanism; exit 5 if it fails."""
-    info = {"command": "certify", "file": args.file}
-    with json_on_error(args, info):
-        saved = lpio.load_mechanism(args.file)
-        eps = saved.epsilon if args.epsilon is None else args.epsilon
-        gamma = saved.gamma if args.gamma is None else args.gamma
-        if not gamma > 0:
-            raise InputError(f"--gamma must be > 0, got {gamma:g}")
-        cert = certify(saved.matrix, saved.metric, eps, gamma)
-    out = {**info, "status": "certified" if cert.satisfied else "certification_failed",
-           "K": saved.mechanism.shape[0], "certified": cert.satisfied,
-           "epsilon": cert.target_epsilon, "gamma": cert.gamma,
-           "realized_epsilon": cert.realized_epsilon, "worst_violation": cert.worst_violation,
-           "violation_ratio": cert.violation_ratio,
-           "violation_magnitude": cert.violation_magnitude, "n_constraints": cert.n_constraints,
-           "rtol": cert.rtol, "saved_epsilon": saved.epsilon,
-           "saved_realized_epsilon": saved.certificate.get("realized_epsilon")}
-    if args.json:
-        print_json(out)
-    else:
-        gamma_txt = "" if math.isinf(cert.gamma) else f", gamma {cert.gamma:g}"
-        print("\n".join([
-            f"mechanism {args.file}: {out['K']} locations",
-            f"  target epsilon      {cert.target_epsilon:g}{gamma_txt}",
-            f"  realised epsilon    {cert.realized_epsilon:.10g}",
-            f"  worst violation     {cert.worst_violation:.3g}",
-            f"  violation ratio     {cert.violation_ratio:.4g}  "
-            f"({round(cert.violation_ratio * cert.n_constraints)} of {cert.n_constraints})",
-            f"  violation magnitude {cert.violation_magnitude:.3g}",
-            f"  certified           {'yes' if cert.satisfied else 'NO'}",
-        ]))
-    if not cert.satisfied:
-        raise CertificationError(
-            f"{args.file} is not certified: realised epsilon {cert.realized_epsilon:.9g} > "
-            f"{cert.target_epsilon:g}*(1+{cert.rtol:g}); worst violation "
-            f"{cert.worst_violation:.3g}, violation ratio {cert.violation_ratio:.4g}")
-    return 0
 
 
 # ---------------------------------------------------------------------------------- plumbing
@@ -490,7 +308,7 @@ def _flush_c_stdout() -> None:
         ctypes.CDLL(None).fflush(None)
 
 
-__all__ = ["SOLVERS", "add_instance_arguments", "apply_prior", "build_parser", "json_on_error",
+__all__ = ["DEFAULT_GRID", "add_instance_arguments", "apply_prior", "build_parser", "json_on_error",
            "load_instance", "main", "parse_grid", "print_json", "solver_log_to_stderr"]
 
 if __name__ == "__main__":  # pragma: no cover

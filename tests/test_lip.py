@@ -416,7 +416,7 @@ def test_lh_prop3_identity_and_verified():
     P = rng.dirichlet(np.ones(d))
     a = np.arange(d, dtype=float)
     h = rng.integers(0, 3, size=d)
-    Q, mse = cf.lh_lip(P, h, eps, a, paper=True)
+    Q, mse = lip.lh_lip(P, h, eps, a, paper=True)
     # spec §5.8: MSE = Var(X) − (1 − e^{−ε})² Var(E[X | h(X)])
     H = cf.hash_matrix(h)
     Ph = H.T @ P
@@ -425,7 +425,7 @@ def test_lh_prop3_identity_and_verified():
     var_cm = Ph[Ph > 0] @ cm ** 2 - (P @ a) ** 2
     assert mse == pytest.approx(var - (1 - math.exp(-eps)) ** 2 * var_cm, rel=1e-10)
     assert mmse_mse(Q, P, a) == pytest.approx(mse, rel=1e-12)
-    Qv, msev = cf.lh_lip(P, h, eps, a)
+    Qv, msev = lip.lh_lip(P, h, eps, a)
     assert posterior_ratio_eps(Qv, P) <= eps * (1 + 1e-6)
     # a hash cannot do better than the unhashed optimum (post-processing of X)
     assert msev >= lip.solve(P, eps, values=a).objective - 1e-9

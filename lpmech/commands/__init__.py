@@ -1,8 +1,9 @@
-"""Subcommands of the ``lpmech`` command line beyond ``omg`` and ``certify``.
+"""The subcommands of the ``lpmech`` command line, one module each.
 
 Each module here defines ``register(sub, common)``: it adds one subparser to ``sub`` (an argparse
 sub-parsers action; ``common`` is the parent parser with ``--json`` and ``-v``) and sets
-``func=<handler>``; the handler takes the parsed args and returns the exit code. Shared plumbing
+``func=<handler>``; the handler takes the parsed args and returns the exit code. A module's
+``ORDER`` (default 100) places it in ``lpmech --help`` (then the name). Shared plumbing
 (instance flags, JSON on error, solver output to stderr) is in :mod:`lpmech.cli`.
 """
 
@@ -14,7 +15,7 @@ from types import ModuleType
 
 
 def modules() -> list[ModuleType]:
-    """The subcommand modules of this package, in name order."""
-    return [importlib.import_module(f"{__name__}.{info.name}")
-            for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
-            if not info.name.startswith("_")]
+    """The subcommand modules of this package, by ``ORDER`` then name."""
+    found = [importlib.import_module(f"{__name__}.{info.name}")
+             for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    return sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))

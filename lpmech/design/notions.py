@@ -40,7 +40,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from ..errors import InputError
 from ..mechanism import EPS_RTOL, certify, check_epsilon, geo_ind_closure, ldp_epsilon
-from .geoind import GeoInd
+from .geoind import GeoInd, implied_pairs
 from .notion import SEPARATION_TOL, Notion, NotionCertificate
 
 #: a user row is satisfied when its violation is at most this times the row's absolute mass |A|·z
@@ -149,7 +149,7 @@ class DPrivacy(GeoInd):
     """d-privacy / (ε, γ)-Geo-Ind on a K×K metric: e^{−ε d_ij} v_i − v_j ≤ 0 for i ≠ j, d_ij ≤ γ.
 
     ``metric`` may be an :class:`~lpmech.instance.Instance` (its metric and γ are used). With
-    ``reduce`` the rows implied by two strictly shorter pairs (:func:`lpmech.models.omg.
+    ``reduce`` the rows implied by two strictly shorter pairs (:func:`lpmech.design.geoind.
     implied_pairs`) are left out; the optimum is the same and :meth:`certify` checks every pair
     (:func:`lpmech.mechanism.certify`).
     """
@@ -158,8 +158,6 @@ class DPrivacy(GeoInd):
 
     def __init__(self, metric, epsilon: float, *, gamma: float | None = None, reduce: bool = True,
                  n_near: int = 0):
-        from ..models.omg import implied_pairs
-
         if hasattr(metric, "metric"):  # an Instance
             gamma = metric.gamma if gamma is None else gamma
             metric = metric.metric

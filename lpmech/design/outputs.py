@@ -54,7 +54,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     """Minimise the problem's loss by output generation (module docstring).
 
     Args:
-        problem: a :class:`lpmech.design.engine.Problem`.
+        problem: a :class:`lpmech.design.problem.Problem`.
         tol: stop when upper − lower ≤ tol·|upper|.
         start: the outputs to start with (default: the ⌈√n⌉ outputs of smallest column cost).
         add_per_round: outputs added per round (default max(8, n/20)), most negative price first.

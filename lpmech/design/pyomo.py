@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..solvers.result import Result
-from .engine import Problem, certified_result
+from .problem import Problem, certified_result
 
 __all__ = ["build_pyomo", "solve_model"]
 
@@ -26,7 +26,7 @@ __all__ = ["build_pyomo", "solve_model"]
 def build_pyomo(problem, costs=None, **kwargs):
     """The design problem as a Pyomo ``ConcreteModel`` (see the module docstring).
 
-    ``problem`` is a :class:`~lpmech.design.engine.Problem`, or a notion followed by the arguments
+    ``problem`` is a :class:`~lpmech.design.problem.Problem`, or a notion followed by the arguments
     of :meth:`Problem.make` (``costs`` or ``prior=, loss=``, ``extra_rows=``).
     """
     import pyomo.environ as pyo  # imported on use: Pyomo takes ~1 s to import

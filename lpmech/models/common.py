@@ -1,4 +1,8 @@
-"""Machinery every model shares: turning a solver's point into a certified :class:`Result`."""
+"""Machinery every model shares: turning a solver's point into a certified :class:`Result`.
+
+:func:`raise_for_status` lives beside :class:`Result` in :mod:`lpmech.solvers.result` (the design
+engine needs it and imports no model); it is imported here for the models.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,7 @@ import math
 import numpy as np
 
 from ..certificate import OptimalityCertificate
-from ..errors import (
-    CertificationError,
-    InfeasibleError,
-    InputError,
-    IterationLimitError,
-    NotOptimalError,
-    SolverError,
-    TimeLimitError,
-)
+from ..errors import CertificationError, InputError
 from ..instance import Instance
 from ..mechanism import (
     EPS_RTOL,
@@ -27,7 +23,7 @@ from ..mechanism import (
     clean_and_certify,
 )
 from ..progress import verbose_logging
-from ..solvers.result import Result
+from ..solvers.result import Result, raise_for_status
 
 
 def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None = None,
@@ -63,31 +59,6 @@ def verbose_entry(fn):
             return fn(*args, **kwargs)
 
     return wrapper
-
-
-def raise_for_status(res: Result, what: str) -> None:
-    """Raise the package's exception for a solve that did not reach an optimum."""
-    if res.status == "optimal":
-        return
-    t = res.stats.get("time_s")
-    took = f" after {t:.1f}s" if t is not None else ""
-    if res.status == "infeasible":
-        raise InfeasibleError(f"{what} is infeasible: no mechanism satisfies all its constraints "
-                              "(check added constraints and parameters)", result=res)
-    if res.status == "time_limit":
-        raise TimeLimitError(f"{what}: time limit reached{took} without an optimal solution; "
-                             "raise --time-limit or use a smaller instance", result=res)
-    if res.status == "iteration_limit":
-        cap = res.stats.get("max_iter") or res.stats.get("max_rounds")
-        raise IterationLimitError(f"{what}: iteration cap{f' ({cap})' if cap else ''} reached{took} "
-                                  "without a certified optimum; raise the cap (--max-iter) or loosen "
-                                  "the tolerance", result=res)
-    if res.status == "feasible":
-        raise NotOptimalError(f"{what}: a certified mechanism was found{took} but its optimality is "
-                              "not proved", result=res)
-    raise SolverError(f"{what}: solver ended with status {res.status!r} "
-                      f"({res.stats.get('highs_status') or res.stats.get('termination', '')})",
-                      result=res)
 
 
 def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float, *,

@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 
 from ..certificate import OptimalityCertificate
-from ..errors import InputError
+from ..errors import (
+    InfeasibleError,
+    InputError,
+    IterationLimitError,
+    NotOptimalError,
+    SolverError,
+    TimeLimitError,
+)
 from ..mechanism import Mechanism, PrivacyCertificate
 
 #: statuses a Result can carry, and what each one says:
@@ -98,6 +105,31 @@ class Result:
         }
         out.update({k: v for k, v in self.stats.items() if k not in out and _jsonable(v)})
         return out
+
+
+def raise_for_status(res: Result, what: str) -> None:
+    """Raise the package's exception for a solve that did not reach an optimum."""
+    if res.status == "optimal":
+        return
+    t = res.stats.get("time_s")
+    took = f" after {t:.1f}s" if t is not None else ""
+    if res.status == "infeasible":
+        raise InfeasibleError(f"{what} is infeasible: no mechanism satisfies all its constraints "
+                              "(check added constraints and parameters)", result=res)
+    if res.status == "time_limit":
+        raise TimeLimitError(f"{what}: time limit reached{took} without an optimal solution; "
+                             "raise --time-limit or use a smaller instance", result=res)
+    if res.status == "iteration_limit":
+        cap = res.stats.get("max_iter") or res.stats.get("max_rounds")
+        raise IterationLimitError(f"{what}: iteration cap{f' ({cap})' if cap else ''} reached{took} "
+                                  "without a certified optimum; raise the cap (--max-iter) or loosen "
+                                  "the tolerance", result=res)
+    if res.status == "feasible":
+        raise NotOptimalError(f"{what}: a certified mechanism was found{took} but its optimality is "
+                              "not proved", result=res)
+    raise SolverError(f"{what}: solver ended with status {res.status!r} "
+                      f"({res.stats.get('highs_status') or res.stats.get('termination', '')})",
+                      result=res)
 
 
 def _jsonable(v) -> bool:

@@ -8,7 +8,7 @@ Paper forms (each certified by :func:`.lip.lip_epsilon`; several violate LIP, sp
 * :func:`rr_lip_paper`: [001] Thm 2/3/5, [004] Thm 3: q_mm = 1 − (1−P_m)/E, q_mk = P_k/E. It is
   ε-LIP iff min P ≥ 1/(1 + E) (spec §5.4), which :func:`paper_feasible` states in closed form.
 * :func:`latent_binary_paper`: [004] Thm 2; :func:`bp_binary_paper`: [004] Prop. 2 (interval prior);
-* :func:`lh_lip` (``paper=True``): [004] Prop. 3, RR-LIP on the hashed prior;
+* :func:`.lip_solve.lh_lip` (``paper=True``): [004] Prop. 3, RR-LIP on the hashed prior;
 * :func:`ue_lip_paper`: [004] Thm 4 / Cor. 2 (q10 = 1/2).
 
 Verified forms: :func:`binary_optimal` (the "kink" of spec §5.2, optimal for every binary case:
@@ -33,12 +33,12 @@ from ...errors import InputError
 from ...mechanism import Mechanism, check_epsilon
 from ...solvers.result import Result
 from ..baselines import randomized_response
-from .lip import Scenario, lip_certificate, lip_epsilon, solve
+from .lip import Scenario, lip_certificate, lip_epsilon
 from .lip_estimation import column_utility, second_moment
 
 __all__ = [
     "binary_channel", "binary_optimal", "binary_rr", "bp_binary_paper", "hash_matrix",
-    "latent_binary_paper", "lh_ldp", "lh_lip", "oue_ldp", "paper_feasible", "paper_solution",
+    "latent_binary_paper", "lh_ldp", "oue_ldp", "paper_feasible", "paper_solution",
     "rr_lip_paper", "structured_correction", "ue_channel", "ue_lip_epsilon", "ue_lip_optimal",
     "ue_lip_paper", "ue_mse", "warm_starts",
 ]
@@ -126,30 +126,6 @@ def hash_matrix(h, g: int | None = None) -> np.ndarray:
     H = np.zeros((h.size, g))
     H[np.arange(h.size), h] = 1.0
     return H
-
-
-def lh_lip(prior, h, epsilon: float, V, *, paper: bool = False, rng=None):
-    """LH-LIP for one hash h ([004] §4.3.1): ``(Q_X, mse)`` with Q_X = H Q' the channel from X.
-
-    ``paper=True``: Q' is [004] Prop. 3 (RR-LIP on the hashed prior P̂ = Hᵀ P), LIP only if
-    min P̂ ≥ 1/(1+E). Otherwise the verified optimum on the hashed domain: the objective depends on
-    Q' only through P̂ and the bucket means of V, so it is the same design problem with prior P̂ and
-    values V̄ (empty buckets are never output), solved by :func:`.lip.solve` (exact vertex method
-    up to 8 buckets; above, the local solve, which needs ``rng``).
-    """
-    P = np.asarray(prior, float)
-    V = np.asarray(V, float).reshape(P.size, -1)
-    H = hash_matrix(h)
-    Ph = H.T @ P
-    used = Ph > 0
-    Hu, Phu = H[:, used], Ph[used] / Ph[used].sum()
-    if paper:
-        Qh = rr_lip_paper(Phu, epsilon)
-    else:
-        Vbar = (Hu.T @ (P[:, None] * V)) / Phu[:, None]
-        Qh = solve(Phu, epsilon, V=Vbar, rng=rng).mechanism.matrix
-    Q = Hu @ Qh
-    return Q, second_moment(P, V) - float(column_utility(Q, P, V).sum())
 
 
 def lh_ldp(d: int, h, epsilon: float) -> np.ndarray:

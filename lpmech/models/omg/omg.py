@@ -26,77 +26,15 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ...design.geoind import factor_matrix, geo_ind_pairs, implied_pairs
 from ...errors import InputError
 from ...instance import Instance
-from ...mechanism import check_epsilon
 from ...resources import require_omg_memory
 from ...solvers.highs import solve_lp
 from ...solvers.result import Result
 from ..common import certified_result, check_model_inputs, verbose_entry
 
 log = logging.getLogger(__name__)
-
-
-def implied_pairs(metric, mask=None, *, rtol: float = 1e-12) -> np.ndarray:
-    """Pairs whose Geo-Ind rows are implied by two strictly shorter pairs (a point "between" them).
-
-    (i, j) is implied when some l ≠ i, j has 0 < d_il < d_ij, 0 < d_lj < d_ij and
-    d_il + d_lj ≤ d_ij·(1 + ``rtol``): then z_ik ≤ e^{ε d_il} z_lk ≤ e^{ε (d_il + d_lj)} z_jk ≤
-    e^{ε d_ij (1 + rtol)} z_jk for every output k and every ε. On a graph metric every non-edge is
-    implied (only edges remain); on a grid every pair with a cell on the segment between them is.
-    ``mask`` restricts to the pairs that need a row (d ≤ γ; shorter pairs stay within γ).
-
-    Soundness under round-off. Both legs must be *strictly* shorter than (i, j), compared as the
-    stored doubles: "shorter" is then a well-founded order, so by induction on d every dropped pair
-    is implied by a chain of pairs that are kept in the LP (each chain multiplies at most K factors
-    (1 + rtol), far below the certificate's 1e-6). Without the strict comparison ``rtol`` lets two
-    points 1e-13 apart drop each other's links to a third point (i–l via j *and* j–l via i), and
-    nothing ties the pair to l any more. Zero distances are never legs: a point is not "between"
-    itself and its duplicate. The certificate of the returned matrix still checks every pair.
-    """
-    d = np.asarray(metric, float)
-    K = d.shape[0]
-    pos = d > 0
-    out = np.zeros((K, K), dtype=bool)
-    step = max(1, 2_000_000 // (K * K))
-    for start in range(0, K, step):
-        i = slice(start, min(K, start + step))
-        dij = d[i, None, :]  # dij[a, ., j] = d_ij
-        via = d[i, :, None] + d[None, :, :]  # via[a, l, j] = d_il + d_lj
-        ok = (via <= dij * (1 + rtol)) & pos[i, :, None] & pos[None, :, :]
-        ok &= (d[i, :, None] < dij) & (d[None, :, :] < dij)  # both legs strictly shorter
-        out[i] = ok.any(axis=1)
-    out &= pos
-    if mask is not None:
-        out &= mask
-    return out
-
-
-def geo_ind_pairs(instance: Instance, epsilon: float, *, reduce: bool = True):
-    """Ordered neighbour pairs (i, j), i ≠ j, d_ij ≤ γ, and their factors e^{−ε d_ij} (those > 0).
-
-    With ``reduce`` (default) the pairs of :func:`implied_pairs` are left out: the optimum is the
-    same and the certificate still checks them.
-    """
-    eps = check_epsilon(epsilon)
-    mask = instance.neighbours()
-    if reduce:
-        mask = mask & ~implied_pairs(instance.metric, mask)
-    i, j = np.nonzero(mask)
-    factor = np.exp(-eps * instance.metric[i, j])
-    keep = factor > 0
-    return i[keep], j[keep], factor[keep]
-
-
-def factor_matrix(instance: Instance, epsilon: float, *, reduce: bool = True) -> np.ndarray:
-    """F[i, j] = e^{−ε d_ij} for the pairs of :func:`geo_ind_pairs`, 0 elsewhere (K×K).
-
-    Column k of a mechanism satisfies every row iff max_i F[i, j] z[i, k] ≤ z[j, k] for all j.
-    """
-    i, j, f = geo_ind_pairs(instance, epsilon, reduce=reduce)
-    F = np.zeros((instance.K, instance.K))
-    F[i, j] = f
-    return F
 
 
 def _check_max_loss(max_loss) -> None:

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ...certificate import OptimalityCertificate
 from ...design.decomposition import PricingLP, decompose, lagrangian
-from ...design.geoind import GeoInd, column_rows, most_violated, near_pairs, tents
+from ...design.geoind import GeoInd, column_rows, factor_matrix, most_violated, near_pairs, tents
 from ...design.notion import SEPARATION_TOL
 from ...errors import InputError, LpmechError
 from ...instance import Instance
@@ -45,7 +45,6 @@ from ...progress import Progress
 from ...solvers.cutting_planes import LazyLP
 from ...solvers.result import Result
 from .. import baselines
-from .omg import factor_matrix
 
 log = logging.getLogger(__name__)
 

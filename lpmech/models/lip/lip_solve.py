@@ -1,0 +1,182 @@
+"""The certified optimal LIP channel: :func:`solve` dispatches to the optimisers of
+:mod:`.lip_optimize` (or the papers' closed forms of :mod:`.lip_closed_forms` in ``paper`` mode),
+cleans and certifies the channel with the rows and certifiers of :mod:`.lip`, and returns a
+:class:`~lpmech.solvers.result.Result`; :func:`lh_lip` builds local hashing on top of it.
+
+It sits above the other LIP modules (they never import it), so the family has no import circle.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ...certificate import OptimalityCertificate
+from ...errors import CertificationError, InfeasibleError, InputError
+from ...mechanism import check_epsilon_scale
+from ...solvers.result import Result, check_time_limit
+from .lip import (
+    MAX_EPS,
+    MIN_EPS,
+    VERTEX_MAX_D,
+    _certify_matrix,
+    _scenarios,
+    di_interior,
+    family_rows,
+)
+from .lip_closed_forms import hash_matrix, paper_solution, rr_lip_paper, warm_starts
+from .lip_estimation import column_utility, second_moment, value_matrix
+from .lip_optimize import (
+    ExactPricing,
+    build_pyomo,
+    solve_colgen,
+    solve_linear,
+    solve_local,
+    solve_pyomo_scip,
+    solve_vertex,
+)
+
+__all__ = ["lh_lip", "solve"]
+
+
+def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V=None, priors=None,
+          T=None, notion: str = "lip", method: str = "auto", mode: str = "verified",
+          objective: str = "mse", f: int | None = None, rng: np.random.Generator | None = None,
+          starts: int = 8, time_limit: float | None = None, pufferfish_T=None) -> Result:
+    """The certified optimal channel for per-user MMSE (or MAE/Hamming) under LIP/LDP/Pufferfish.
+
+    Args:
+        prior: the user's prior P (fixed-prior LIP), or ``priors``: a finite set (BP-LIP; minimax
+            MSE, [004] eq. (16)); ``T``: Pr(X | G) for a latent secret (one per prior of the set).
+        epsilon: the privacy budget ε > 0.
+        values / task / V: the aggregation task (:func:`~.lip_estimation.value_matrix`).
+        notion: ``"lip"`` (default), ``"ldp"``, ``"pufferfish"`` or ``"di"`` (ε-differential
+            identifiability, [004] Def. 4, one prior: :func:`di_rows`).
+        method: ``"vertex"`` (exact global, d ≤ ~8), ``"exact"`` (column generation with exact
+            pricing, certified gap; ε-LIP with G = X, one prior, sum/survey/histogram), ``"local"``
+            (multi-start SLP; status ``feasible``: no bound), ``"scip"`` (the Pyomo model by SCIP),
+            or ``"auto"`` (vertex for d ≤ 8, else exact where it applies, else local).
+        mode: ``"verified"`` (default) or ``"paper"``: the papers' closed form with its feasibility
+            report (:func:`.lip_closed_forms.paper_solution`).
+        objective: ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
+        rng: generator for the local solve's random starts (required by ``method="local"``).
+
+    Returns a :class:`Result` whose ``objective`` is the certified (worst-case) per-user MSE (or
+    expected loss), ``bound`` a certified lower bound (``None`` for a local solve), and ``stats``
+    with ``mode, method, mse, utility, paper_feasible, realized_epsilon``. Raises
+    :class:`CertificationError` if a verified-mode matrix fails its ε·(1 + 1e-6) certificate.
+    """
+    t0 = time.perf_counter()
+    # the rows carry e^{−ε}: it must stay well above the solvers' tolerances (ε ≤ 30) and differ
+    # from 1 in double precision (ε ≥ 1e−9); outside that range say so as an input problem
+    eps = check_epsilon_scale(epsilon, [1.0], min_eps_d=MIN_EPS, max_eps_d=MAX_EPS)
+    time_limit = check_time_limit(time_limit)
+    scen = _scenarios(prior, priors, T)
+    d = scen[0].prior.size
+    if V is None:
+        V = value_matrix(task, d, values)
+    V = np.asarray(V, float).reshape(d, -1)
+    if mode == "paper":
+        return paper_solution(scen, eps, V, t0=t0)
+    if mode != "verified":
+        raise InputError(f"unknown mode {mode!r}: use 'verified' or 'paper'")
+    rows = family_rows(notion, scen, eps, pufferfish_T=pufferfish_T)
+    if notion == "di":  # the prior is a mixture of the posteriors, so it must obey DI's ratio itself
+        Ps = scen[0].prior[scen[0].prior > 0]
+        need = math.log(Ps.max() / Ps.min())
+        if need > eps * (1 + 1e-12):
+            raise InfeasibleError(f"no channel is {eps:g}-DI for this prior: the prior is a mixture of "
+                                  f"the posteriors, so DI needs epsilon >= log(max P / min P) = "
+                                  f"{need:.6g}")
+    status = "optimal"
+    stats = {"mode": mode, "notion": notion, "d": d, "epsilon": eps, "scenarios": len(scen)}
+    if objective in ("mae", "hamming"):
+        if objective == "hamming":
+            L = 1.0 - np.eye(d)
+        else:
+            a = V[:, 0]
+            L = np.abs(a[:, None] - a[None, :])
+        Q, obj, bound = solve_linear(scen, L, rows, time_limit=time_limit)
+        method = "lp"
+    elif objective == "mse":
+        pricing = ExactPricing.make(scen, V, notion, eps)
+        if method == "auto":
+            method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
+        bound_u = None
+        if method == "exact":
+            if pricing is None:
+                raise InputError("method='exact' (column generation with exact pricing) covers eps-LIP "
+                                 "with G = X, one prior and a sum/survey/histogram task; use "
+                                 "method='local' or 'vertex' for this family")
+            Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
+                                           warm_starts=warm_starts(scen, eps, notion))
+            stats.update(info)
+            bound_u = -mse_lb
+            if info["stop"] != "optimal":
+                status = info["stop"]
+        elif method == "vertex":
+            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit,
+                                      interior=di_interior(scen[0].prior) if notion == "di" else None)
+        elif method == "local":
+            if rng is None:
+                raise InputError("method='local' needs rng=numpy.random.default_rng(seed)")
+            Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
+                                     warm_starts=warm_starts(scen, eps, notion))
+            stats.update(info)
+            status = "feasible"  # a local optimum: certified private, optimality not proved
+        elif method == "scip":
+            Q, _, bound_u, info = solve_pyomo_scip(build_pyomo(scen, V, rows, f=f),
+                                                   time_limit=time_limit)
+            stats.update(info)
+            if info["scip_status"] != "optimal":  # a certified feasible point, optimality unproven
+                status = "time_limit"
+        else:
+            raise InputError(f"unknown method {method!r}: use auto, vertex, exact, local or scip")
+        bound = None if bound_u is None else -bound_u
+        obj = None
+    else:
+        raise InputError(f"unknown objective {objective!r}: use mse, mae or hamming")
+    mech = _certify_matrix(Q, scen, eps, notion, rows, f"{notion}-optimal", pufferfish_T)
+    cert = mech.certificate
+    if not cert.satisfied:
+        raise CertificationError(
+            f"the {method} solve returned a matrix with realised epsilon {cert.realized_epsilon:.9g} "
+            f"above the target {eps:g}; please report it", result=Result("error", mech, cert))
+    Qc = mech.matrix
+    mses = [second_moment(s.prior, V) - float(column_utility(Qc, s.prior, V).sum()) for s in scen]
+    if objective == "mse":
+        obj = max(mses)
+        if bound is not None:
+            bound = min(bound, obj)  # a bound above the primal can only be round-off
+    stats.update(method=method, objective_kind=objective, mse=max(mses), mse_per_scenario=mses,
+                 utility=float(np.mean([column_utility(Qc, s.prior, V).sum() for s in scen])),
+                 realized_epsilon=cert.realized_epsilon, paper_feasible=None,
+                 f=int((Qc.sum(axis=0) > 0).sum()), time_s=time.perf_counter() - t0)
+    return Result(status, mech, cert, OptimalityCertificate.from_values(
+        obj, bound, source="ray-LP dual" if method == "vertex" else method), stats)
+
+
+def lh_lip(prior, h, epsilon: float, V, *, paper: bool = False, rng=None):
+    """LH-LIP for one hash h ([004] §4.3.1): ``(Q_X, mse)`` with Q_X = H Q' the channel from X.
+
+    ``paper=True``: Q' is [004] Prop. 3 (RR-LIP on the hashed prior P̂ = Hᵀ P), LIP only if
+    min P̂ ≥ 1/(1+E). Otherwise the verified optimum on the hashed domain: the objective depends on
+    Q' only through P̂ and the bucket means of V, so it is the same design problem with prior P̂ and
+    values V̄ (empty buckets are never output), solved by :func:`.lip.solve` (exact vertex method
+    up to 8 buckets; above, the local solve, which needs ``rng``).
+    """
+    P = np.asarray(prior, float)
+    V = np.asarray(V, float).reshape(P.size, -1)
+    H = hash_matrix(h)
+    Ph = H.T @ P
+    used = Ph > 0
+    Hu, Phu = H[:, used], Ph[used] / Ph[used].sum()
+    if paper:
+        Qh = rr_lip_paper(Phu, epsilon)
+    else:
+        Vbar = (Hu.T @ (P[:, None] * V)) / Phu[:, None]
+        Qh = solve(Phu, epsilon, V=Vbar, rng=rng).mechanism.matrix
+    Q = Hu @ Qh
+    return Q, second_moment(P, V) - float(column_utility(Q, P, V).sum())
