@@ -114,8 +114,8 @@ def main(argv=None):
     ap.add_argument("--delta", type=float, default=1.1, help="spanner dilation")
     ap.add_argument("--name", default="omg_scaling", help="output file stem under results/")
     ap.add_argument("--old", default=None, metavar="COMMIT",
-                    help="also time the decomposition of lpmech/models/omg_large.py as of this git "
-                         "commit, before the layout by family (e.g. 581b176, before the generic engine): "
+                    help="also time the decomposition of lpmech/models/omg_large.py (before the layout "
+                         "by family) as of this git commit (e.g. 581b176, before the generic engine): "
                          "old/new is printed")
     ap.add_argument("--workers", type=int, default=None,
                     help="pricing workers of the decomposition (default: 2 from K = 100 on 2+ cores)")
