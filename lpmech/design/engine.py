@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from ..certificate import OptimalityCertificate
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
-from ..models.common import raise_for_status
+from ..models.common import gap_status, raise_for_status
 from ..solvers.highs import solve_lp
 from ..solvers.result import Result, check_time_limit
 from .notion import Intersection, Notion, NotionCertificate
@@ -283,9 +283,7 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
                 res.mechanism = res.certificate = None
         raise_for_status(res, problem.name)
     _attach(res, problem, raw)
-    gap_ok = res.optimality.gap_abs is not None and (
-        res.optimality.gap_rel <= gap_tol or res.optimality.gap_abs <= 1e-9)
-    res.status = "optimal" if gap_ok else "feasible"
+    res.status = gap_status(res.optimality, gap_tol)
     return res
 
 

@@ -90,15 +90,34 @@ def raise_for_status(res: Result, what: str) -> None:
                       result=res)
 
 
+#: a solve is ``optimal`` only when its certified gap is within this relative tolerance (or the
+#: absolute gap within ``GAP_ABS_TOL``, for optima near 0); otherwise ``feasible``
+GAP_TOL, GAP_ABS_TOL = 1e-6, 1e-9
+
+
+def gap_status(optimality: OptimalityCertificate | None, gap_tol: float = GAP_TOL) -> str:
+    """``optimal`` if ``optimality`` carries a bound within ``gap_tol`` of the objective (relative,
+    or absolute ``GAP_ABS_TOL``), else ``feasible``: a mechanism without a proved bound is not
+    called optimal."""
+    if optimality is None or optimality.gap_abs is None:
+        return "feasible"
+    ok = optimality.gap_rel <= gap_tol or optimality.gap_abs <= GAP_ABS_TOL
+    return "optimal" if ok else "feasible"
+
+
 def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float, *,
-                     name: str, gamma: float | None = None, rtol: float = EPS_RTOL) -> Result:
+                     name: str, gamma: float | None = None, rtol: float = EPS_RTOL,
+                     gap_tol: float = GAP_TOL) -> Result:
     """Clean ``raw_matrix``, certify it under (ε, γ)-Geo-Ind, and fill ``res`` in.
 
     The objective reported is the expected loss of the *cleaned* matrix under the instance's prior
-    and loss, so the gap to the solver's dual bound is honest. Raises
-    :class:`~lpmech.errors.CertificationError` if the realised ε exceeds ε·(1 + rtol).
+    and loss, so the gap to the solver's dual bound is honest; the status stays ``optimal`` only if
+    that gap is within ``gap_tol`` (:func:`gap_status`), else it becomes ``feasible`` (e.g. the
+    spanner approximation). Raises :class:`~lpmech.errors.CertificationError` if the realised ε
+    exceeds ε·(1 + rtol).
     """
-    raise_for_status(res, name)
+    if res.status != "feasible":  # a feasible point is certified too; its gap decides the status
+        raise_for_status(res, name)
     gamma = instance.gamma if gamma is None else gamma
     z, cert = clean_and_certify(raw_matrix, instance.metric, epsilon, gamma, rtol=rtol)
     require_certified(cert, name, "the solve is not trustworthy", result=res)
@@ -107,6 +126,7 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     bound = None if res.optimality is None else res.optimality.bound
     res.mechanism, res.certificate = mech, cert
     res.optimality = OptimalityCertificate.from_values(objective, bound)
+    res.status = gap_status(res.optimality, gap_tol)
     res.stats.setdefault("model", name)
     res.stats["epsilon"] = float(epsilon)
     res.stats["gamma"] = float(gamma) if math.isfinite(gamma) else "inf"
