@@ -317,20 +317,41 @@ def test_bad_input():
 # ------------------------------------------------------------------ decomposition vs full LP
 
 
-@pytest.mark.parametrize("which", ["factor", "composed"])
+@pytest.mark.parametrize("which", ["factor", "composed", "rows", "rows & lip"])
 def test_decomposition_equals_full(which):
+    """User-defined notions (a factor matrix, raw rows) and composed ones through the decomposition:
+    the same optimum as the engine's full LP and as the dense linprog of the definition."""
     rng = np.random.default_rng(10)
     inst = li.grid(4, 3).with_prior(rng.dirichlet(np.ones(12)))
+    K, d = inst.K, inst.metric
+    e = np.eye(K)
+    # user rows: a column may not drop by more than half from a cell to its right neighbour,
+    # nor rise by more than 2x from any cell to the cell 0 (rows a·v ≤ 0 on every column)
+    A = np.array([0.5 * e[i] - e[i + 1] for i in range(K - 1) if (i + 1) % 4] +
+                 [e[i] - 2.0 * e[0] for i in range(1, K)])
     if which == "factor":
-        notion = Factor(np.exp(-0.9 * inst.metric) * (inst.metric <= 1.5), name="near-factor")
-    else:
+        F = np.exp(-0.9 * d) * (d <= 1.5)
+        np.fill_diagonal(F, 0.0)
+        notion = Factor(F, name="near-factor")
+        ref_rows = np.array([e[i] * F[i, j] - e[j] for i, j in zip(*np.nonzero(F))])
+    elif which == "composed":
         notion = DPrivacy(inst, 1.0) & LIP(inst.prior, 1.0)
+        ref_rows = np.vstack([dprivacy_rows(d, 1.0), lip_def_rows(inst.prior, 1.0)])
+    elif which == "rows":
+        notion, ref_rows = Rows(A, name="smooth"), A
+    else:
+        notion = Rows(A, name="smooth") & LIP(inst.prior, 1.5)
+        ref_rows = np.vstack([A, lip_def_rows(inst.prior, 1.5)])
     full = solve(notion, prior=inst.prior, loss=inst.loss, method="full")
     dec = solve(notion, prior=inst.prior, loss=inst.loss, method="decomposition", workers=1)
-    assert dec.stats["method"] == "decomposition"
+    lp = ref_lp(inst.prior[:, None] * inst.loss, ref_rows)
+    assert dec.stats["method"] == "decomposition" and dec.status == "optimal"
     assert dec.objective == pytest.approx(full.objective, rel=1e-6)
-    assert dec.bound <= full.objective + 1e-9
+    assert dec.objective == pytest.approx(lp.fun, rel=1e-6)
+    assert dec.bound <= lp.fun + 1e-9
     assert all(c["satisfied"] for c in dec.stats["certificates"])
+    Z = dec.mechanism.matrix  # every user row holds on every column (a certificate of our own)
+    assert (ref_rows @ Z).max() <= 1e-9
 
 
 @pytest.mark.parametrize("which", ["le", "composed"])
