@@ -372,3 +372,44 @@ def test_output_generation_equals_full(which):
     if which == "le":  # the LE LP (8) through the fast OMG path agrees too
         ref = le.solve(inst.with_prior(w), 1.0, path="lp")
         assert out.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+# ------------------------------------------------------------------ merged outputs
+
+
+@pytest.mark.parametrize("method", ["full", "outputs", "decomposition"])
+def test_interchangeable_outputs_merge_without_changing_the_optimum(method):
+    """LE's LP (8) with empty cells (w_k = 0): their cost columns are all w, so they merge into one
+    output; the optimum equals the unmerged full LP and the dense linprog of the definition."""
+    rng = np.random.default_rng(13)
+    inst = li.grid(4, 3, 1.0, unit="cell")
+    w = rng.dirichlet(np.ones(12))
+    w[[1, 4, 6, 11]] = 0.0
+    w /= w.sum()
+    eps = 0.8
+    C = w[:, None] * le.range_loss(inst.metric)
+    res = solve(DPrivacy(inst.metric, eps), C, method=method, workers=1)
+    assert res.stats["merged_outputs"] == 3  # four empty cells, one output left
+    plain = solve(DPrivacy(inst.metric, eps), C, method="full", merge=False)
+    assert "merged_outputs" not in plain.stats
+    lp = ref_lp(C, dprivacy_rows(inst.metric, eps))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-10)
+    assert plain.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-10)
+    Z = res.mechanism.matrix
+    assert Z[:, [4, 6, 11]].max() == 0.0  # the merged mass sits on the first empty output (1)
+    assert realized_epsilon(Z, inst.metric) <= eps * (1 + 1e-6)
+    assert res.bound <= lp.fun + 1e-9
+
+
+def test_outputs_with_different_forced_zeros_do_not_merge():
+    K = 4
+    d = li.line(K).metric
+    C = np.ones((K, K))  # every cost column equal ...
+    F = np.zeros((K, K))
+    F[0, 3] = F[3, 0] = 0.5
+    res = solve(Factor(F) & Exclusion(d, 0.0), C, method="full")
+    assert "merged_outputs" not in res.stats
+    assert np.diag(res.mechanism.matrix).max() == 0.0  # ... but each has its own zero: kept apart
+    lp = ref_lp(C, np.array([np.eye(K)[i] * F[i, j] - np.eye(K)[j] for i, j in zip(*np.nonzero(F))]),
+                zeros=d <= 0)
+    assert res.objective == pytest.approx(lp.fun, rel=1e-9)
