@@ -64,17 +64,18 @@ def plot(rows, geo, path: Path, K: int, eps: float):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    comp = [r for r in rows if r["case"] == "geo-ind & lip"]
+    comp = [r for r in rows if r["case"] == "geo-ind & lip" and "objective" in r]
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     if comp:
         e = [r["eps_lip"] for r in comp]
         ax[0].plot(e, [r["objective"] for r in comp], "o-", label="Geo-Ind ∧ LIP")
-        ax[0].axhline(geo, color="k", ls="--", label="Geo-Ind alone")
+        if geo is not None:
+            ax[0].axhline(geo, color="k", ls="--", label="Geo-Ind alone")
         ax[0].set_xscale("log")
         ax[0].set_xlabel("ε_LIP")
         ax[0].set_ylabel("expected distance (cells), certified optimum")
         ax[0].legend()
-        ax[1].semilogx(e, [100 * r["price_rel"] for r in comp], "s-")
+        ax[1].semilogx(e, [100 * r.get("price_rel", float("nan")) for r in comp], "s-")
         ax[1].set_xlabel("ε_LIP")
         ax[1].set_ylabel("price of adding LIP (%)")
     fig.suptitle(f"Gowalla NYC prior, K = {K} cells, Geo-Ind ε = {eps:g} per cell")
@@ -91,10 +92,14 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=10, help="grid side W (K = W²)")
     ap.add_argument("--eps", type=float, default=1.0, help="Geo-Ind ε per cell")
     ap.add_argument("--eps-lip", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
-    ap.add_argument("--method", default="auto", choices=["auto", "full", "decomposition"])
+    ap.add_argument("--method", default="auto", choices=["auto", "full", "decomposition", "outputs"])
+    ap.add_argument("--cases", nargs="+", default=["geo", "user", "composed"],
+                    choices=["geo", "user", "composed"],
+                    help="what to solve, in this order (the price of LIP needs 'geo' first)")
     ap.add_argument("--time-limit", type=float, default=900.0)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--user", action="store_true", help="also solve the user-defined factor notion")
+    ap.add_argument("--user", action="store_true", help="(kept for old command lines: 'user' is in "
+                    "--cases by default)")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--name", default="design_composed")
     ap.add_argument("--verbose", action="store_true")
@@ -108,41 +113,52 @@ def main(argv=None):
     opts = dict(method=args.method, time_limit=args.time_limit, workers=args.workers,
                 verbose=args.verbose)
     rows = []
-    t0 = time.perf_counter()
-    geo = solve(DPrivacy(inst, args.eps), prior=p, loss=L, **opts)
-    t_geo = time.perf_counter() - t0
-    rows.append(record("geo-ind", None, geo, t_geo))
-    print(rows[-1], flush=True)
-    if not args.no_baseline:
-        t0 = time.perf_counter()
-        ref = omg.solve(inst, args.eps, method="decomposition" if K > 25 else "full",
-                        time_limit=args.time_limit)
-        t_ref = time.perf_counter() - t0
-        print(f"baseline: engine {geo.objective:.10f} in {t_geo:.1f}s, OMG {ref.objective:.10f} in "
-              f"{t_ref:.1f}s: ratio engine/OMG = {t_geo / t_ref:.2f}, |diff| "
-              f"{abs(geo.objective - ref.objective):.1e}", flush=True)
-        rows.append(dict(case="baseline omg.solve", K=K, status=ref.status, objective=ref.objective,
-                         bound=ref.bound, gap=ref.gap, time_s=t_ref, ratio_engine_over_omg=t_geo / t_ref))
-    if args.user:
-        t0 = time.perf_counter()
-        F = np.exp(-args.eps * inst.metric) * (inst.metric <= 2.0)  # the user's notion: 3 lines
-        res = solve(Factor(F, name="geo-ind(gamma=2)"), prior=p, loss=L, **opts)
-        rows.append(record("user factor", None, res, time.perf_counter() - t0))
-        print(rows[-1], flush=True)
-    for e in args.eps_lip:
+    geo = None
+    csv = OUT / f"{args.name}.csv"
+
+    def run_case(label, notion, eps_lip=None):
         t0 = time.perf_counter()
         try:
-            res = solve(DPrivacy(inst, args.eps) & LIP(p, e), prior=p, loss=L, **opts)
+            res = solve(notion, prior=p, loss=L, **opts)
         except LpmechError as exc:
-            rows.append(dict(case="geo-ind & lip", eps_lip=e, K=K, status=type(exc).__name__,
-                             time_s=time.perf_counter() - t0, error=str(exc)[:200]))
+            got = getattr(exc, "result", None)
+            rows.append(dict(case=label, eps_lip=eps_lip, K=K, status=type(exc).__name__,
+                             time_s=time.perf_counter() - t0, error=str(exc)[:200],
+                             rounds=None if got is None else got.stats.get("rounds")))
             print(rows[-1], flush=True)
-            continue
-        rows.append(record("geo-ind & lip", e, res, time.perf_counter() - t0, base=geo.objective))
+            write_csv(csv, rows)
+            return None
+        rows.append(record(label, eps_lip, res, time.perf_counter() - t0,
+                           base=None if geo is None or eps_lip is None else geo.objective))
         print(rows[-1], flush=True)
-        write_csv(OUT / f"{args.name}.csv", rows)
-    write_csv(OUT / f"{args.name}.csv", rows)
-    plot(rows, geo.objective, OUT / f"{args.name}.png", K, args.eps)
+        write_csv(csv, rows)
+        return res
+
+    for case in args.cases:
+        if case == "geo":
+            t0 = time.perf_counter()
+            geo = run_case("geo-ind", DPrivacy(inst, args.eps))
+            t_geo = time.perf_counter() - t0
+            if geo is not None and not args.no_baseline:
+                t0 = time.perf_counter()
+                ref = omg.solve(inst, args.eps, method="decomposition" if K > 25 else "full",
+                                time_limit=args.time_limit)
+                t_ref = time.perf_counter() - t0
+                print(f"baseline: engine {geo.objective:.10f} in {t_geo:.1f}s, OMG {ref.objective:.10f} "
+                      f"in {t_ref:.1f}s: ratio engine/OMG = {t_geo / t_ref:.2f}, |diff| "
+                      f"{abs(geo.objective - ref.objective):.1e}", flush=True)
+                rows.append(dict(case="baseline omg.solve", K=K, status=ref.status, objective=ref.objective,
+                                 bound=ref.bound, gap=ref.gap, time_s=t_ref,
+                                 ratio_engine_over_omg=t_geo / t_ref))
+        elif case == "user":
+            # the user's notion in three lines: (ε, γ)-Geo-Ind with γ = 2 cells as a raw factor matrix
+            F = np.exp(-args.eps * inst.metric) * (inst.metric <= 2.0)
+            run_case("user factor", Factor(F, name="geo-ind(gamma=2)"))
+        else:
+            for e in args.eps_lip:
+                run_case("geo-ind & lip", DPrivacy(inst, args.eps) & LIP(p, e), e)
+    write_csv(csv, rows)
+    plot(rows, None if geo is None else geo.objective, OUT / f"{args.name}.png", K, args.eps)
     print(f"wrote {OUT / (args.name + '.csv')} and .png")
 
 

@@ -1,7 +1,9 @@
 """LIP certified at large d: column generation with exact pricing (``method="exact"``).
 
 For each d, prior (uniform; Dirichlet(1) drawn with ``--seed``), task (summation with values 0..d−1,
-histogram) and ε, solve the per-user MMSE design problem under ε-LIP with the exact-pricing column
+histogram) and ε, and with ``--gowalla`` the d = 86 cells of [001] Fig. 9(b) (histogram, the Gowalla
+New York prior of ``benchmarks/lip_001_figures.py``, ε 1..5, limit ``--gowalla-time-limit``), solve
+the per-user MMSE design problem under ε-LIP with the exact-pricing column
 generation and report the certified relative gap and the time. The baseline, run in the same
 process, is the multi-start local column generation (``method="local"``, no bound): the table
 states time(exact) / time(local) and the MSE difference (exact ≤ local, as exact is the optimum).
@@ -9,7 +11,7 @@ states time(exact) / time(local) and the MSE difference (exact ≤ local, as exa
 Prints the table and writes ``benchmarks/results/lip_exact.csv`` and ``.png``.
 
     python benchmarks/lip_exact.py [--sizes 50] [--epsilons 0.5 1 2] [--tasks sum hist]
-                                   [--time-limit 60] [--no-baseline]
+                                   [--time-limit 60] [--no-baseline] [--gowalla]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lip_common import OUT, write_csv
 
-from lpmech.errors import LpmechError
+from lpmech.errors import LpmechError, NotOptimalError
 from lpmech.models import lip
 
 
@@ -38,41 +40,55 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--no-baseline", action="store_true", help="skip the local-solve baseline")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gowalla", action="store_true", help="add the d = 86 Gowalla cells of Fig. 9(b)")
+    ap.add_argument("--gowalla-only", action="store_true", help="only the Gowalla cells")
+    ap.add_argument("--gowalla-eps", type=float, nargs="+", default=[1.0, 2.0, 3.0, 4.0, 5.0])
+    ap.add_argument("--gowalla-time-limit", type=float, default=300.0)
     args = ap.parse_args(argv)
     rows = []
     print(f"{'d':>3} {'prior':>9} {'task':>4} {'eps':>4} {'status':>15} {'time s':>8} {'MSE':>13} "
           f"{'rel gap':>8} {'rounds':>6} {'t/t_local':>9} {'MSE-local':>10}")
-    for d in args.sizes:
+    cells = []
+    for d in [] if args.gowalla_only else args.sizes:
         rng = np.random.default_rng(args.seed)
         dirichlet = rng.dirichlet(np.ones(d))
         for prior in args.priors:
             P = np.full(d, 1 / d) if prior == "uniform" else dirichlet
-            for task in args.tasks:
-                for eps in args.epsilons:
-                    t0 = time.perf_counter()
-                    r = lip.solve(P, eps, task=task, method="exact", time_limit=args.time_limit)
-                    t = time.perf_counter() - t0
-                    row = {"d": d, "prior": prior, "task": task, "epsilon": eps, "status": r.status,
-                           "time_s": t, "mse": r.objective, "bound": r.bound,
-                           "rel_gap": (r.objective - r.bound) / r.objective,
-                           "rounds": r.stats.get("rounds"),
-                           "realized_epsilon": r.certificate.realized_epsilon}
-                    if not args.no_baseline:
-                        t1 = time.perf_counter()
-                        try:
-                            loc = lip.solve(P, eps, task=task, method="local",
-                                            rng=np.random.default_rng(args.seed), starts=2,
-                                            time_limit=args.time_limit)
-                            row["time_local_s"] = time.perf_counter() - t1
-                            row["mse_local"] = loc.objective
-                        except LpmechError as exc:  # the baseline's own failure is a table entry
-                            row["local_error"] = type(exc).__name__
-                    ratio = row["time_s"] / row["time_local_s"] if "time_local_s" in row else float("nan")
-                    diff = row["mse"] - row.get("mse_local", float("nan"))
-                    print(f"{d:>3} {prior:>9} {task:>4} {eps:>4g} {r.status:>15} {t:>8.2f} "
-                          f"{r.objective:>13.8g} {row['rel_gap']:>8.1e} {row['rounds']!s:>6} "
-                          f"{ratio:>9.2f} {diff:>10.2e}", flush=True)
-                    rows.append(row)
+            cells += [(d, prior, P, task, eps, args.time_limit) for task in args.tasks
+                      for eps in args.epsilons]
+    if args.gowalla or args.gowalla_only:
+        from lip_001_figures import gowalla_prior
+
+        P = gowalla_prior(10)[0]
+        cells += [(P.size, "gowalla", P, "hist", eps, args.gowalla_time_limit) for eps in args.gowalla_eps]
+    for d, prior, P, task, eps, limit in cells:
+        t0 = time.perf_counter()
+        try:
+            r = lip.solve(P, eps, task=task, method="exact", time_limit=limit)
+        except NotOptimalError as exc:  # a stop without a certified optimum: its result
+            r = exc.result
+        t = time.perf_counter() - t0
+        row = {"d": d, "prior": prior, "task": task, "epsilon": eps, "status": r.status,
+               "time_s": t, "mse": r.objective, "bound": r.bound,
+               "rel_gap": (r.objective - r.bound) / r.objective,
+               "rounds": r.stats.get("rounds"),
+               "realized_epsilon": r.certificate.realized_epsilon}
+        if not args.no_baseline:
+            t1 = time.perf_counter()
+            try:
+                loc = lip.solve(P, eps, task=task, method="local",
+                                rng=np.random.default_rng(args.seed), starts=2,
+                                time_limit=limit)
+                row["time_local_s"] = time.perf_counter() - t1
+                row["mse_local"] = loc.objective
+            except LpmechError as exc:  # the baseline's own failure is a table entry
+                row["local_error"] = type(exc).__name__
+        ratio = row["time_s"] / row["time_local_s"] if "time_local_s" in row else float("nan")
+        diff = row["mse"] - row.get("mse_local", float("nan"))
+        print(f"{d:>3} {prior:>9} {task:>4} {eps:>4g} {r.status:>15} {t:>8.2f} "
+              f"{r.objective:>13.8g} {row['rel_gap']:>8.1e} {row['rounds']!s:>6} "
+              f"{ratio:>9.2f} {diff:>10.2e}", flush=True)
+        rows.append(row)
     path = write_csv(rows, "lip_exact")
     import matplotlib
 
@@ -80,7 +96,8 @@ def main(argv=None):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for (prior, task), mk in zip([(p, t) for p in args.priors for t in args.tasks], "osd^", strict=False):
+    combos = list(dict.fromkeys((r["prior"], r["task"]) for r in rows))
+    for (prior, task), mk in zip(combos, "osd^v<>", strict=False):
         sel = [r for r in rows if r["prior"] == prior and r["task"] == task]
         lab = f"{prior}, {task}"
         ax[0].plot([f"d={r['d']} e={r['epsilon']:g}" for r in sel], [r["time_s"] for r in sel], mk,

@@ -250,13 +250,17 @@ MIN_EPS_D = 1e-300
 
 
 def check_epsilon_scale(epsilon, distances, *, gamma: float = math.inf, min_eps_d: float = MIN_EPS_D,
-                        max_eps_d: float = MAX_EPS_D, flag: str = "epsilon") -> float:
+                        max_eps_d: float = MAX_EPS_D, flag: str = "epsilon",
+                        why_large: str = "so e^(epsilon·d) overflows double precision",
+                        why_small: str = "underflows double precision",
+                        scope: str = "this metric") -> float:
     """ε, checked against the metric's scale: an :class:`InputError` naming the usable range.
 
     The ratio bounds e^{ε·d_ij} of every constrained pair (d_ij ≤ ``gamma``) must be finite doubles
     (ε·d_max ≤ ``max_eps_d``), and ε·d_min over positive distances must stay ≥ ``min_eps_d`` (a
     model that divides by ε·d, or needs e^{−ε·d} < 1 to be resolved, passes a larger
-    ``min_eps_d``). ``flag`` is how the message names ε (e.g. ``"--epsilon"``). Shared by the
+    ``min_eps_d``). ``flag`` is how the message names ε (e.g. ``"--epsilon"``); ``why_large`` /
+    ``why_small`` / ``scope`` word the message for a model whose limits have another cause. Shared by the
     models (OMG, LIP, matrix mechanism) so that ε·d overflow/underflow is one input error.
     """
     eps = check_epsilon(epsilon)
@@ -266,15 +270,17 @@ def check_epsilon_scale(epsilon, distances, *, gamma: float = math.inf, min_eps_
         return eps
     d_min, d_max = float(d.min()), float(d.max())
     lo, hi = min_eps_d / d_min, max_eps_d / d_max
-    usable = f"the usable range for this metric is {lo:.4g} <= {flag} <= {hi:.4g}"
+    usable = f"the usable range for {scope} is {lo:.4g} <= {flag} <= {hi:.4g}"
+    metric = scope == "this metric"
+    rescale = " (or rescale the distances)" if metric else ""
     if eps * d_max > max_eps_d:
-        raise InputError(f"{flag} {eps:g} is too large for this metric: epsilon·d_max = "
-                         f"{eps * d_max:.4g} > {max_eps_d:g}, so e^(epsilon·d) overflows double "
-                         f"precision; {usable} (or rescale the distances)")
+        what = f"epsilon·d_max = {eps * d_max:.4g}" if metric else f"epsilon = {eps:.4g}"
+        raise InputError(f"{flag} {eps:g} is too large for {scope}: {what} > {max_eps_d:g}, "
+                         f"{why_large}; {usable}{rescale}")
     if eps * d_min < min_eps_d:
-        raise InputError(f"{flag} {eps:g} is too small for this metric: epsilon·d_min = "
-                         f"{eps * d_min:.4g} < {min_eps_d:g} underflows double precision; {usable} "
-                         "(or rescale the distances)")
+        what = f"epsilon·d_min = {eps * d_min:.4g}" if metric else f"epsilon = {eps:.4g}"
+        raise InputError(f"{flag} {eps:g} is too small for {scope}: {what} < {min_eps_d:g} "
+                         f"{why_small}; {usable}{rescale}")
     return eps
 
 

@@ -90,6 +90,22 @@ def test_iteration_cap_is_its_own_status_exit_4(capsys, monkeypatch):
     assert "iteration cap (5000) reached" in msg and "time limit" not in msg
 
 
+def test_spanner_is_feasible_exit_4_not_optimal(capsys):
+    """The δ-spanner is certified private but not proved optimal: its gap to the exact optimum
+    (the full LP, solved here independently) is real, so its status is feasible and the CLI exits
+    4, with the gap it has."""
+    code, out, err = run(capsys, "omg", "--grid", "5x5", "--prior", "random:0", "--method", "spanner",
+                         "--delta", "1.5", "--json")
+    obj = json.loads(out)
+    assert "status feasible" in one_line(err)
+    inst = li.grid(5, 5).with_prior(np.random.default_rng(0).dirichlet(np.ones(25)))
+    exact = omg.solve(inst, 1.0, method="full").objective
+    assert obj["objective"] > exact * (1 + 1e-4)  # the approximation's price is visible
+    assert code == 4 == EXIT_CODES["feasible"] and obj["status"] == "feasible"
+    assert obj["bound"] <= exact * (1 + 1e-9) and obj["gap"] > 1e-6
+    assert obj["realized_epsilon"] <= 1.0 * (1 + 1e-6)
+
+
 def test_le_non_uniform_prior_solves_the_lp_by_default(capsys):
     """LE is optimal only for uniform-like priors: the default now solves the LP (8), whose optimum
     equals the declarative Pyomo model of the same LP."""

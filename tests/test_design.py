@@ -317,20 +317,41 @@ def test_bad_input():
 # ------------------------------------------------------------------ decomposition vs full LP
 
 
-@pytest.mark.parametrize("which", ["factor", "composed"])
+@pytest.mark.parametrize("which", ["factor", "composed", "rows", "rows & lip"])
 def test_decomposition_equals_full(which):
+    """User-defined notions (a factor matrix, raw rows) and composed ones through the decomposition:
+    the same optimum as the engine's full LP and as the dense linprog of the definition."""
     rng = np.random.default_rng(10)
     inst = li.grid(4, 3).with_prior(rng.dirichlet(np.ones(12)))
+    K, d = inst.K, inst.metric
+    e = np.eye(K)
+    # user rows: a column may not drop by more than half from a cell to its right neighbour,
+    # nor rise by more than 2x from any cell to the cell 0 (rows a·v ≤ 0 on every column)
+    A = np.array([0.5 * e[i] - e[i + 1] for i in range(K - 1) if (i + 1) % 4] +
+                 [e[i] - 2.0 * e[0] for i in range(1, K)])
     if which == "factor":
-        notion = Factor(np.exp(-0.9 * inst.metric) * (inst.metric <= 1.5), name="near-factor")
-    else:
+        F = np.exp(-0.9 * d) * (d <= 1.5)
+        np.fill_diagonal(F, 0.0)
+        notion = Factor(F, name="near-factor")
+        ref_rows = np.array([e[i] * F[i, j] - e[j] for i, j in zip(*np.nonzero(F))])
+    elif which == "composed":
         notion = DPrivacy(inst, 1.0) & LIP(inst.prior, 1.0)
+        ref_rows = np.vstack([dprivacy_rows(d, 1.0), lip_def_rows(inst.prior, 1.0)])
+    elif which == "rows":
+        notion, ref_rows = Rows(A, name="smooth"), A
+    else:
+        notion = Rows(A, name="smooth") & LIP(inst.prior, 1.5)
+        ref_rows = np.vstack([A, lip_def_rows(inst.prior, 1.5)])
     full = solve(notion, prior=inst.prior, loss=inst.loss, method="full")
     dec = solve(notion, prior=inst.prior, loss=inst.loss, method="decomposition", workers=1)
-    assert dec.stats["method"] == "decomposition"
+    lp = ref_lp(inst.prior[:, None] * inst.loss, ref_rows)
+    assert dec.stats["method"] == "decomposition" and dec.status == "optimal"
     assert dec.objective == pytest.approx(full.objective, rel=1e-6)
-    assert dec.bound <= full.objective + 1e-9
+    assert dec.objective == pytest.approx(lp.fun, rel=1e-6)
+    assert dec.bound <= lp.fun + 1e-9
     assert all(c["satisfied"] for c in dec.stats["certificates"])
+    Z = dec.mechanism.matrix  # every user row holds on every column (a certificate of our own)
+    assert (ref_rows @ Z).max() <= 1e-9
 
 
 @pytest.mark.parametrize("which", ["le", "composed"])
@@ -351,3 +372,44 @@ def test_output_generation_equals_full(which):
     if which == "le":  # the LE LP (8) through the fast OMG path agrees too
         ref = le.solve(inst.with_prior(w), 1.0, path="lp")
         assert out.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+# ------------------------------------------------------------------ merged outputs
+
+
+@pytest.mark.parametrize("method", ["full", "outputs", "decomposition"])
+def test_interchangeable_outputs_merge_without_changing_the_optimum(method):
+    """LE's LP (8) with empty cells (w_k = 0): their cost columns are all w, so they merge into one
+    output; the optimum equals the unmerged full LP and the dense linprog of the definition."""
+    rng = np.random.default_rng(13)
+    inst = li.grid(4, 3, 1.0, unit="cell")
+    w = rng.dirichlet(np.ones(12))
+    w[[1, 4, 6, 11]] = 0.0
+    w /= w.sum()
+    eps = 0.8
+    C = w[:, None] * le.range_loss(inst.metric)
+    res = solve(DPrivacy(inst.metric, eps), C, method=method, workers=1)
+    assert res.stats["merged_outputs"] == 3  # four empty cells, one output left
+    plain = solve(DPrivacy(inst.metric, eps), C, method="full", merge=False)
+    assert "merged_outputs" not in plain.stats
+    lp = ref_lp(C, dprivacy_rows(inst.metric, eps))
+    assert res.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-10)
+    assert plain.objective == pytest.approx(lp.fun, rel=1e-7, abs=1e-10)
+    Z = res.mechanism.matrix
+    assert Z[:, [4, 6, 11]].max() == 0.0  # the merged mass sits on the first empty output (1)
+    assert realized_epsilon(Z, inst.metric) <= eps * (1 + 1e-6)
+    assert res.bound <= lp.fun + 1e-9
+
+
+def test_outputs_with_different_forced_zeros_do_not_merge():
+    K = 4
+    d = li.line(K).metric
+    C = np.ones((K, K))  # every cost column equal ...
+    F = np.zeros((K, K))
+    F[0, 3] = F[3, 0] = 0.5
+    res = solve(Factor(F) & Exclusion(d, 0.0), C, method="full")
+    assert "merged_outputs" not in res.stats
+    assert np.diag(res.mechanism.matrix).max() == 0.0  # ... but each has its own zero: kept apart
+    lp = ref_lp(C, np.array([np.eye(K)[i] * F[i, j] - np.eye(K)[j] for i, j in zip(*np.nonzero(F))]),
+                zeros=d <= 0)
+    assert res.objective == pytest.approx(lp.fun, rel=1e-9)

@@ -168,12 +168,47 @@ def test_weighted_lp_dual_test():
     w2[[2, 5]] = 0.5
     bad = L.solve(inst.with_prior(w2), eps)
     assert not bad.stats["lp_dual_test"] and bad.stats["path"] == "lp"
-    assert bad.stats["warm_start"] == "LE"
+    assert bad.stats["engine_method"] == "full"  # solved by the design engine
     le_err = 1 - (w2 * np.diag(L.le(inst, eps).matrix)).sum()
     assert bad.stats["le_objective"] == pytest.approx(le_err, abs=1e-12)
     assert bad.stats["le_gap"] == pytest.approx(le_err - bad.objective, abs=1e-12)
     assert bad.stats["le_gap"] > 0.05  # LE keeps mass on cells no user holds
     assert bad.bound <= bad.objective + 1e-9
+
+
+@pytest.mark.parametrize("method", ["full", "outputs", "decomposition"])
+def test_lp8_through_the_engine_equals_the_omg_lp_and_linprog(method):
+    """LP (8)+(12) through lpmech.design (each engine path) = the sparse OMG LP of the same model
+    (L.build_lp) = a dense scipy linprog written here from (8) with unscaled rows over all pairs."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(12)
+    inst = grid(3, 3).with_prior(rng.dirichlet(np.full(9, 0.4)))
+    eps = 0.9
+    res = L.solve(inst, eps, path="lp", lp_method=method, workers=1)
+    assert res.stats["engine_method"] == method and res.stats["path"] == "lp"
+    fast = L.build_lp(inst, eps).solve()
+    m, d, w = 9, inst.metric, inst.prior
+    rows = []
+    for k in range(m):
+        for i in range(m):
+            for j in range(m):
+                if i != j:
+                    a = np.zeros((m, m))
+                    a[i, k], a[j, k] = 1.0, -math.exp(eps * d[i, j])
+                    rows.append(a.ravel())
+    c = (w[:, None] * (1 - np.eye(m))).ravel()
+    ref = linprog(c, A_ub=np.array(rows), b_ub=np.zeros(len(rows)), A_eq=np.kron(np.eye(m), np.ones(m)),
+                  b_eq=np.ones(m), bounds=(0, 1), method="highs")
+    assert res.objective == pytest.approx(ref.fun, abs=1e-8)
+    assert res.objective == pytest.approx(fast.objective, abs=1e-8)
+    assert res.bound <= ref.fun + 1e-9 and res.gap <= 1e-6
+    assert realized_epsilon(res.mechanism.matrix, d) <= eps * (1 + 1e-6)
+
+
+def test_lp_method_is_checked():
+    with pytest.raises(InputError, match="LP method"):
+        L.solve(grid(2, 2), 1.0, path="lp", lp_method="simplex-please")
 
 
 # -------------------------------------------------------------------------------- grid path

@@ -151,9 +151,12 @@ def test_greedy_spanner_has_dilation_at_most_delta(name, delta):
 def test_spanner_is_certified_and_bounded_by_the_exact_optimum(name, full_optima):
     inst = CASES[name]
     res = omg.solve(inst, EPS, method="spanner", delta=1.3)
-    assert res.status == "optimal" and res.certificate.satisfied
+    assert res.certificate.satisfied
     assert res.objective == pytest.approx(res.mechanism.expected_loss(inst.prior, inst.loss), rel=1e-12)
     exact = full_optima[name].objective
+    # an approximation above the exact optimum is not proved optimal (issue 11): status feasible
+    assert res.status == ("feasible" if res.objective > exact * (1 + 2e-6) else res.status)
+    assert res.status in ("optimal", "feasible")
     assert res.objective >= exact * (1 - 1e-9)  # an approximation never beats the optimum
     assert res.bound <= exact * (1 + 1e-9)  # its bound is a bound on the exact optimum
     # realised epsilon is at most epsilon on every pair (checked again here by brute force)
@@ -187,8 +190,9 @@ def test_auto_picks_by_size():
 def test_cli_method_flag(method, capsys):
     import json
 
-    assert cli.main(["omg", "--grid", "3x3", "--epsilon", "0.7", "--method", method, "--json"]) == 0
+    code = cli.main(["omg", "--grid", "3x3", "--epsilon", "0.7", "--method", method, "--json"])
     out = json.loads(capsys.readouterr().out)
+    assert code == (4 if out["status"] == "feasible" else 0)  # the spanner is not proved optimal
     assert out["method"] == method
     inst = li.grid(3, 3)
     exact = omg.solve(inst, 0.7, method="full").objective

@@ -42,6 +42,7 @@ import numpy as np
 from ..errors import InputError
 from ..solvers.highs import solve_lp
 from ..solvers.result import Result, check_time_limit, raise_for_status
+from .notion import SEPARATION_TOL, Notion
 from .problem import Problem, _parts, certified_result, certify_matrix, loss_cap, truth_floor
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,90 @@ METHODS = ("auto", "full", "decomposition", "outputs", "pyomo")
 AUTO_FULL_MAX = 2500
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix", "loss_cap",
-           "solve", "starting_columns", "truth_floor"]
+           "merge_outputs", "solve", "starting_columns", "truth_floor"]
+
+
+# ------------------------------------------------------------------------------ merged outputs
+
+
+class _OutputMap(Notion):
+    """The notion seen by a problem whose output r stands for the original output ``rep[r]``:
+    the same rows; forced zeros, starting rows and separators of output ``rep[r]``."""
+
+    def __init__(self, notion: Notion, rep):
+        super().__init__(notion.K)
+        self.inner = notion
+        self.rep = [int(k) for k in rep]
+        self.name = notion.name
+        if hasattr(notion, "repair"):
+            self.repair = notion.repair
+
+    @property
+    def parts(self):  # an intersection stays one for the starting columns and certificates
+        return getattr(self.inner, "parts", [self.inner])
+
+    def rows(self):
+        return self.inner.rows()
+
+    def zeros(self, k: int):
+        return self.inner.zeros(self.rep[k])
+
+    def initial_rows(self, k: int | None = None):
+        from .notion import start_rows
+
+        return start_rows(self.inner, None if k is None else self.rep[k])
+
+    def separate(self, V, tol: float = SEPARATION_TOL):
+        return self.inner.separate(V, tol)
+
+    def separator(self, k: int, start):
+        return self.inner.separator(self.rep[k], start)
+
+    def certify(self, Z):
+        return self.inner.certify(Z)
+
+
+def merge_outputs(problem: Problem):
+    """Outputs with the same cost column, the same forced zeros and the same extra-row columns are
+    interchangeable: a mechanism may move the mass of one onto the other (the sum of two columns
+    of a cone is in the cone, with the same cost and the same extra-row values), so the problem
+    with each class of such outputs merged into one has the same optimum. Returns
+    ``(reduced problem, group)`` with ``group[k]`` the reduced output of original output k, or
+    ``(problem, None)`` when no two outputs merge. (With the co-location loss of LE's LP (8),
+    C_ik = w_i·1[i ≠ k], every empty cell w_k = 0 has the cost column w: they merge into one.)"""
+    n = problem.n
+    if n < 2:
+        return problem, None
+    zeros = [problem.notion.zeros(k) for k in range(n)]
+    keys = np.vstack([problem.C] + [A for A, _, _ in problem.extra_rows]).T  # one row per output
+    keys = np.ascontiguousarray(keys)
+    seen: dict = {}
+    group = np.empty(n, dtype=np.int64)
+    rep = []
+    for k in range(n):
+        z = zeros[k]
+        key = (keys[k].tobytes(), None if z is None else np.unique(np.asarray(z, np.int64)).tobytes())
+        g = seen.get(key)
+        if g is None:
+            g = seen[key] = len(rep)
+            rep.append(k)
+        group[k] = g
+    if len(rep) == n:
+        return problem, None
+    notion = _OutputMap(problem.notion, rep)
+    extra = [(A[:, rep], lo, hi) for A, lo, hi in problem.extra_rows]
+    return Problem(notion, problem.C[:, rep], extra, problem.name), group
+
+
+def _expand(raw, group, K: int, n: int) -> np.ndarray | None:
+    """A reduced problem's matrix on the original outputs: merged mass on each class's first output."""
+    if raw is None:
+        return None
+    X = np.asarray(raw, float).reshape(K, -1)
+    first = np.unique(group, return_index=True)[1]
+    Z = np.zeros((K, n))
+    Z[:, first] = X
+    return Z.ravel()
 
 
 # --------------------------------------------------------------------------------------- solve
@@ -88,8 +172,8 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
 def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: str = "auto",
           tol: float = 1e-7, gap_tol: float = 1e-6, time_limit: float | None = None,
           columns=(), workers: int | None = None, executor=None, max_rounds: int | None = None,
-          algorithm: str = "simplex", name: str | None = None, verbose: bool = False,
-          **decompose_options) -> Result:
+          algorithm: str = "simplex", name: str | None = None, merge: bool = True,
+          verbose: bool = False, **decompose_options) -> Result:
     """The optimal mechanism under ``notion`` for a linear loss, certified for every notion.
 
     Args:
@@ -105,6 +189,8 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         columns: starting columns ``(k, v)`` for the decomposition (e.g. a closed form's).
         workers, executor, max_rounds, **decompose_options: passed to the decomposition.
         algorithm: HiGHS algorithm of the full LP (``"simplex"``, ``"ipm"``, ``"choose"``).
+        merge: solve with interchangeable outputs merged (:func:`merge_outputs`; same optimum,
+            the mechanism puts each merged class's mass on its first output).
 
     Returns a :class:`Result` with ``mechanism``, ``certificate`` (the first notion's, or the
     first failing one's), ``stats["certificates"]`` (one per notion), objective, bound and gap.
@@ -113,7 +199,14 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
     time_limit = check_time_limit(time_limit)
     problem = Problem.make(notion, costs, prior=prior, loss=loss, extra_rows=extra_rows,
                            name=name or f"design[{notion.name}]")
+    original, group = problem, None
+    if merge and method != "pyomo":
+        problem, group = merge_outputs(problem)
     chosen = choose_method(problem, method)
+    if chosen != "pyomo" and group is not None:
+        columns = [(int(group[k]), v) for k, v in starting_columns(original, columns)]
+    elif chosen == "decomposition":
+        columns = starting_columns(problem, columns)
     if chosen == "full":
         res = solve_lp(*problem.full_lp(), method=algorithm, time_limit=time_limit, verbose=verbose)
         res.stats["algorithm"] = algorithm
@@ -127,7 +220,7 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         if max_rounds is not None:
             opts["max_rounds"] = max_rounds
         res = decompose(problem.notion, problem.C, extra_rows=problem.extra_rows,
-                        columns=starting_columns(problem, columns),
+                        columns=columns,
                         tol=tol, executor=executor, workers=workers, time_limit=time_limit,
                         verbose=verbose, **opts)
         raw = res.x
@@ -146,7 +239,10 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         model = build_pyomo(problem)
         return _finish(solve_model(model, time_limit=time_limit, tee=verbose, gap_tol=gap_tol),
                        chosen, method, t0)
-    res = certified_result(res, problem, raw, gap_tol=gap_tol)
+    if group is not None:
+        raw = _expand(raw, group, original.K, original.n)
+        res.stats["merged_outputs"] = original.n - problem.n
+    res = certified_result(res, original, raw, gap_tol=gap_tol)
     return _finish(res, chosen, method, t0)
 
 

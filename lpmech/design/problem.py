@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ..certificate import OptimalityCertificate
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
-from ..solvers.result import Result, raise_for_status
+from ..solvers.result import Result, gap_status, raise_for_status
 from .notion import Intersection, Notion, NotionCertificate
 
 #: an extra row may be missed by this much (relative to max(1, |bound|)) after cleaning
@@ -244,9 +244,7 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
                 res.mechanism = res.certificate = None
         raise_for_status(res, problem.name)
     _attach(res, problem, raw)
-    gap_ok = res.optimality.gap_abs is not None and (
-        res.optimality.gap_rel <= gap_tol or res.optimality.gap_abs <= 1e-9)
-    res.status = "optimal" if gap_ok else "feasible"
+    res.status = gap_status(res.optimality, gap_tol)
     return res
 
 

@@ -1,7 +1,8 @@
 """Machinery every model shares: turning a solver's point into a certified :class:`Result`.
 
-:func:`raise_for_status` lives beside :class:`Result` in :mod:`lpmech.solvers.result` (the design
-engine needs it and imports no model); it is imported here for the models.
+:func:`raise_for_status` and :func:`gap_status` live beside :class:`Result` in
+:mod:`lpmech.solvers.result` (the design engine needs them and imports no model); they are imported
+here for the models.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..mechanism import (
     clean_and_certify,
 )
 from ..progress import verbose_logging
-from ..solvers.result import Result, raise_for_status
+from ..solvers.result import GAP_TOL, Result, gap_status, raise_for_status
 
 
 def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None = None,
@@ -62,14 +63,18 @@ def verbose_entry(fn):
 
 
 def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float, *,
-                     name: str, gamma: float | None = None, rtol: float = EPS_RTOL) -> Result:
+                     name: str, gamma: float | None = None, rtol: float = EPS_RTOL,
+                     gap_tol: float = GAP_TOL) -> Result:
     """Clean ``raw_matrix``, certify it under (ε, γ)-Geo-Ind, and fill ``res`` in.
 
     The objective reported is the expected loss of the *cleaned* matrix under the instance's prior
-    and loss, so the gap to the solver's dual bound is honest. Raises
-    :class:`~lpmech.errors.CertificationError` if the realised ε exceeds ε·(1 + rtol).
+    and loss, so the gap to the solver's dual bound is honest; the status stays ``optimal`` only if
+    that gap is within ``gap_tol`` (:func:`gap_status`), else it becomes ``feasible`` (e.g. the
+    spanner approximation). Raises :class:`~lpmech.errors.CertificationError` if the realised ε
+    exceeds ε·(1 + rtol).
     """
-    raise_for_status(res, name)
+    if res.status != "feasible":  # a feasible point is certified too; its gap decides the status
+        raise_for_status(res, name)
     gamma = instance.gamma if gamma is None else gamma
     z, cert = clean_and_certify(raw_matrix, instance.metric, epsilon, gamma, rtol=rtol)
     require_certified(cert, name, "the solve is not trustworthy", result=res)
@@ -78,6 +83,7 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     bound = None if res.optimality is None else res.optimality.bound
     res.mechanism, res.certificate = mech, cert
     res.optimality = OptimalityCertificate.from_values(objective, bound)
+    res.status = gap_status(res.optimality, gap_tol)
     res.stats.setdefault("model", name)
     res.stats["epsilon"] = float(epsilon)
     res.stats["gamma"] = float(gamma) if math.isfinite(gamma) else "inf"

@@ -132,6 +132,21 @@ def raise_for_status(res: Result, what: str) -> None:
                       result=res)
 
 
+#: a solve is ``optimal`` only when its certified gap is within this relative tolerance (or the
+#: absolute gap within ``GAP_ABS_TOL``, for optima near 0); otherwise ``feasible``
+GAP_TOL, GAP_ABS_TOL = 1e-6, 1e-9
+
+
+def gap_status(optimality: OptimalityCertificate | None, gap_tol: float = GAP_TOL) -> str:
+    """``optimal`` if ``optimality`` carries a bound within ``gap_tol`` of the objective (relative,
+    or absolute ``GAP_ABS_TOL``), else ``feasible``: a mechanism without a proved bound is not
+    called optimal."""
+    if optimality is None or optimality.gap_abs is None:
+        return "feasible"
+    ok = optimality.gap_rel <= gap_tol or optimality.gap_abs <= GAP_ABS_TOL
+    return "optimal" if ok else "feasible"
+
+
 def _jsonable(v) -> bool:
     return isinstance(v, (str, int, float, bool, type(None))) or (
         isinstance(v, (list, tuple)) and all(isinstance(e, (str, int, float, bool)) for e in v))

@@ -51,13 +51,16 @@ from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
 from ...progress import Progress
 from ...solvers.result import Result
 from .. import omg
-from ..common import certified_mechanism, certified_result, verbose_entry
+from ..common import certified_mechanism, verbose_entry
 
 log = logging.getLogger(__name__)
 
 _MAX_EXPONENT = 700.0  # ε·d beyond this underflows e^{−ε d} (dense path refuses it)
 P_TOL = 1e-12  # p_kk ≥ −P_TOL counts as non-negative (round-off of the solve)
 LAMBDA_TOL = 1e-10  # λ = E⁻¹w ≥ −LAMBDA_TOL·max|λ| passes the LP-dual test
+#: methods of the design engine for the LP (8); "auto": the full LP up to FULL_LP_MAX cells
+LP_METHODS = ("auto", "full", "outputs", "decomposition")
+FULL_LP_MAX = 64
 
 
 # ------------------------------------------------------------------------------ the mechanism
@@ -312,7 +315,7 @@ def kkt(instance_or_metric, epsilon: float, weights=None) -> KKTReport:
 @verbose_entry
 def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: str = "fast",
           time_limit: float | None = None, max_lp_size: int = 144, fallback_lp: bool = True,
-          verbose: bool = False) -> Result:
+          lp_method: str = "auto", workers: int | None = None, verbose: bool = False) -> Result:
     """The co-location-optimal d-private mechanism for the instance's prior, certified.
 
     ``path``:
@@ -322,7 +325,15 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         InfeasibleError), warm-started from LE when LE is feasible. With ``fallback_lp=False`` an
         infeasible LE raises InfeasibleError instead of solving the LP (the CLI without ``--lp``).
       * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
-      * ``"lp"``: the LP only (``lp_path`` ``"fast"``: sparse arrays to HiGHS; ``"pyomo"``).
+      * ``"lp"``: the LP only.
+
+    The LP (8)+(12) is solved by the design engine (:func:`lpmech.design.solve` with the
+    d-privacy notion :class:`lpmech.design.DPrivacy` and the loss 1[d_ik > 0]); ``lp_path``
+    ``"fast"`` uses the engine's sparse paths, ``lp_method`` one of ``"auto"`` (the full LP up to
+    m = ``FULL_LP_MAX`` cells, else output generation: the optimum for a skewed prior uses few
+    outputs), ``"full"``, ``"outputs"`` or ``"decomposition"`` (``workers`` pricing processes);
+    LE's columns (when LE is feasible) start the decomposition. ``lp_path="pyomo"`` solves the
+    declarative model of :func:`build_pyomo` instead.
 
     Status: ``optimal`` when LE passes the dual test (LE is then the LP optimum, Theorem 1) or the
     LP ran; ``feasible`` when LE is returned although the dual test fails (a non-uniform prior with
@@ -342,6 +353,8 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         raise InputError(f"unknown LE path {path!r}: use 'auto', 'closed' or 'lp'")
     if lp_path not in ("fast", "pyomo"):
         raise InputError(f"unknown LP path {lp_path!r}: use 'fast' or 'pyomo'")
+    if lp_method not in LP_METHODS:
+        raise InputError(f"unknown LP method {lp_method!r}: use one of {', '.join(LP_METHODS)}")
     t0 = time.perf_counter()
     w = np.asarray(instance.prior, float)
     stats: dict = {"model": "LE", "epsilon": eps, "K": instance.K}
@@ -372,7 +385,7 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         res.optimality = OptimalityCertificate.from_values(objective, bound, "kkt")
         res.stats["path"] = "closed"
     else:
-        res = _solve_lp(instance, eps, lp_path, mech, time_limit, verbose)
+        res = _solve_lp(instance, eps, lp_path, mech, time_limit, verbose, lp_method, workers)
         res.stats.update(stats)
         if mech is not None:
             res.stats["le_gap"] = stats["le_objective"] - res.objective
@@ -401,16 +414,36 @@ def closed_form_bound(metric, epsilon: float, w, report: KKTReport | None = None
     return float(max(1.0 + report.bound, 1.0 - knap, 0.0))
 
 
-def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbose) -> Result:
+def lp_problem(instance: Instance, epsilon: float, *, r: float = 0.0, weights=None):
+    """LP (8) minimising Error_range (6) at radius r as a design-engine problem:
+    ``(notion, costs)`` for :func:`lpmech.design.solve` (the d-privacy notion of the metric and
+    C_ik = w_i·1[d_ik > r], w = ``weights`` or the prior)."""
+    from ...design import DPrivacy
+
+    inst = _lp_instance(instance, r, weights)
+    return DPrivacy(inst.metric, check_epsilon(epsilon), n_near=8), inst.prior[:, None] * inst.loss
+
+
+def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbose,
+              lp_method: str = "auto", workers: int | None = None) -> Result:
     inst = _lp_instance(instance, 0.0, None)
     if lp_path == "pyomo":
         return solve_pyomo_model(build_pyomo(instance, eps), time_limit=time_limit, tee=verbose)
-    lp = build_lp(instance, eps)
-    x0 = None if warm is None else warm.matrix.ravel()
-    res = lp.solve(method="simplex", time_limit=time_limit, warm_start=x0, verbose=verbose)
-    res.stats.update(path="lp", warm_start="LE" if warm is not None else None)
-    raw = None if res.x is None else res.x.reshape(instance.K, instance.K)
-    return certified_result(res, raw, inst, eps, name="LP(8)")
+    from ...design import solve as design_solve
+
+    notion, C = lp_problem(instance, eps)
+    method = lp_method
+    if method == "auto":
+        method = "full" if inst.K <= FULL_LP_MAX else "outputs"
+    columns = () if warm is None else [(k, warm.matrix[:, k] / warm.matrix[k, k])
+                                       for k in range(inst.K) if warm.matrix[k, k] > 0]
+    res = design_solve(notion, C, method=method, time_limit=time_limit, workers=workers,
+                       columns=columns if method == "decomposition" else (), name="LP(8)",
+                       verbose=verbose)
+    res.stats.update(path="lp", engine_method=method,
+                     warm_start="LE" if warm is not None and method == "decomposition" else None)
+    res.stats.setdefault("model", "LP(8)")
+    return res
 
 
 # ------------------------------------------------------------------------------ scale: grids
@@ -610,4 +643,4 @@ def _as_counts(counts, m: int) -> np.ndarray:
 
 
 __all__ = ["GridLE", "KKTReport", "build_lp", "build_pyomo", "feasibility_threshold", "kernel", "kkt",
-           "le", "le_diagonal", "le_grid", "range_loss", "solve", "solve_pyomo_model"]
+           "le", "le_diagonal", "le_grid", "lp_problem", "range_loss", "solve", "solve_pyomo_model"]

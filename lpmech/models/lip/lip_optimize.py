@@ -389,15 +389,19 @@ def _greedy_box(P, ratio, lo, hi):
     return C
 
 
-def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, max_nodes: int = 100_000):
+def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, rel: float = 0.0,
+                    max_nodes: int = 100_000, pool: list | None = None):
     """Exact max of Σ_x α_x c_x² + y_x c_x (α ≥ 0) over B = {lo ≤ c ≤ hi, P·c = 1} by spatial branch
     and bound: ``(upper bound, best point, its value, nodes)``.
 
     A node is a sub-box; its relaxation replaces each convex term by its secant on the node's
     interval (an over-estimate, exact at both ends), a linear function maximised greedily. At most one
     coordinate is strictly inside its interval, so the node's gap is α_j (c_j − lo_j)(hi_j − c_j), and
-    the node is split there. A node is pruned when its bound is within ``tol`` of the best point; the
-    returned upper bound is valid even if ``max_nodes`` stops the search.
+    the node is split there. A node is pruned when its bound is within ``tol + rel·max(best, 0)`` of the
+    best point (``rel > 0``: an early stop while the best gain is large; the returned upper bound
+    still covers every pruned node, so it is valid whatever ``rel`` and ``max_nodes``). ``pool``: a
+    list that receives ``(value, point)`` for every node point of value above ``tol`` (more columns
+    per pricing call).
     """
     P, alpha, y = (np.asarray(v, float) for v in (P, alpha, y))
 
@@ -417,22 +421,34 @@ def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, max_
             row[order[kk]] = min(max(cf, lo), hi)
         vals = [value(c) for c in C]
         b = int(np.argmax(vals))
+        if pool is not None:
+            pool += [(v, c) for v, c in zip(vals, C, strict=True) if v > tol]
         return vals[b], C[b], vals[b], 0
 
     def relax(lo_, hi_):
         slope = alpha * (lo_ + hi_) + y
-        c = _greedy_box(P, slope / P, lo_, hi_)[0]
+        order = np.argsort(-slope / P, kind="stable")
+        cap = P[order] * (hi_ - lo_)[order]
+        up = np.clip(1.0 - P @ lo_ - (np.cumsum(cap) - cap), 0.0, cap)
+        c = lo_.copy()
+        c[order] += up / P[order]
         ub = value(lo_) + float(slope @ (c - lo_))
         inner = np.nonzero((c > lo_) & (c < hi_))[0]
         j = int(inner[np.argmax(alpha[inner] * (c - lo_)[inner] * (hi_ - c)[inner])]) if inner.size else -1
         return ub, c, j
 
+    def cut():
+        return best + tol + rel * max(best, 0.0)
+
     lo0, hi0 = np.full(P.size, lo), np.full(P.size, hi)
     ub, c, j = relax(lo0, hi0)
     best_c, best = c, value(c)
+    if pool is not None and best > tol:
+        pool.append((best, c))
     heap = [(-ub, 0, lo0, hi0, c, j)]
     count = nodes = 0
-    while heap and -heap[0][0] > best + tol and nodes < max_nodes:
+    pruned = -math.inf  # the largest bound of a node dropped by the relative rule
+    while heap and -heap[0][0] > cut() and nodes < max_nodes:
         _, _, lo_, hi_, c, j = heapq.heappop(heap)
         nodes += 1
         if j < 0:
@@ -442,12 +458,16 @@ def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, max_
             (hi2 if side == 0 else lo2)[j] = c[j]
             ub2, c2, j2 = relax(lo2, hi2)
             v2 = value(c2)
+            if pool is not None and v2 > tol:
+                pool.append((v2, c2))
             if v2 > best:
                 best, best_c = v2, c2
-            if ub2 > best + tol:
+            if ub2 > cut():
                 count += 1
                 heapq.heappush(heap, (-ub2, count, lo2, hi2, c2, j2))
-    upper = max(best, -heap[0][0]) if heap else best
+            else:
+                pruned = max(pruned, ub2)
+    upper = max(best, pruned, -heap[0][0]) if heap else max(best, pruned)
     return upper, best_c, best, nodes
 
 
@@ -463,6 +483,9 @@ class ExactPricing:
         self.supp = P > 0
         self.P, self.V, self.lo, self.hi, self.kind = P[self.supp], V[self.supp], lo, hi, kind
         self.nodes = 0
+        # separable branch and bound: stop once the best gain is within 20 % of the bound (the bound
+        # stays valid, it only loosens while gains are large) and return up to 8 improving points
+        self.rel, self.top, self.cheap_nodes = 0.2, 8, 300
 
     @classmethod
     def make(cls, scenarios, V, notion: str, epsilon: float) -> ExactPricing | None:
@@ -497,9 +520,11 @@ class ExactPricing:
         rays[:, self.supp] = C
         return [r / r.sum() for r in rays]
 
-    def __call__(self, y, mu: float, tol: float):
-        """``(δ, rays)``: δ an upper bound on max gain over the section (exact up to ``tol``), and the
-        improving points found (gain > ``tol``), as full-length rays normalised to Σ = 1."""
+    def __call__(self, y, mu: float, tol: float, bound_tol: float | None = None, cheap: bool = False):
+        """``(δ, rays)``: δ an upper bound on max gain over the section (exact up to ``bound_tol``,
+        default ``0.1·tol``), and the improving points found (gain > ``tol``), as full-length rays
+        normalised to Σ = 1. ``cheap``: cap the branch and bound at ``cheap_nodes`` nodes (δ stays a
+        valid, looser bound; column generation uses it between exact rounds)."""
         ys = np.asarray(y, float)[self.supp]
         if self.kind == "rank1":
             w = math.sqrt(max(mu, 0.0)) * self.V[:, 0] * self.P
@@ -508,16 +533,23 @@ class ExactPricing:
             pts = pts[gains > tol]
         else:
             alpha = max(mu, 0.0) * self.P ** 2 * (self.V ** 2).sum(axis=1)
-            delta, c, best, nodes = price_separable(self.P, alpha, ys, self.lo, self.hi, tol=0.1 * tol)
+            pool: list = []
+            delta, _, _, nodes = price_separable(self.P, alpha, ys, self.lo, self.hi,
+                                                    tol=0.1 * tol if bound_tol is None else bound_tol,
+                                                    rel=self.rel, pool=pool,
+                                                    max_nodes=self.cheap_nodes if cheap else 100_000)
             self.nodes += nodes
-            pts = c[None, :] if best > tol else np.zeros((0, self.P.size))
+            pool.sort(key=lambda t: -t[0])
+            pts = [c for v, c in pool if v > tol][:self.top]
+            pts = np.array(pts) if pts else np.zeros((0, self.P.size))
         rays = np.zeros((pts.shape[0], self.supp.size))
         rays[:, self.supp] = pts
         return delta, [r / r.sum() for r in rays]
 
 
 def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_tol: float = 1e-7,
-                 max_rounds: int = 10_000, time_limit: float | None = None, progress=None,
+                 abs_tol: float = 1e-12, max_rounds: int = 10_000, exact_every: int = 10,
+                 time_limit: float | None = None, progress=None,
                  smoothing: float = 0.9):
     """Column generation on the ray LP with the exact pricing oracle: a certified optimum.
 
@@ -526,7 +558,8 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
 
         MSE ≥ E‖V‖² − (δ⁺ − Σ_x y_x + Σ_{x: P_x = 0} y_x⁺) / μ,
 
-    and the loop stops when the master's MSE is within ``gap_tol`` (relative) of the best bound.
+    and the loop stops when the master's MSE is within ``gap_tol`` (relative to the MSE; absolute
+    ``abs_tol`` for an MSE near 0) of the best bound.
     Returns ``(Q, mse_bound, info)`` with ``info["stop"]`` one of ``"optimal"``, ``"time_limit"``,
     ``"iteration_limit"``, ``"feasible"`` (the pricing's node cap left the gap open).
     """
@@ -553,11 +586,14 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         rounds += 1
         w, util, y, _ = master.solve()  # μ = 1: one scenario, t is free
         mse = -util
-        tol = 1e-3 * gap_tol * max(1.0, abs(mse))
+        scale = max(abs(mse), abs_tol / gap_tol)
+        tol = 1e-3 * gap_tol * scale
+        btol = 0.05 * gap_tol * scale  # the bound may lose 5 % of the gap target
         # Wentges smoothing: price at a point between the best-bound duals and the master's duals;
         # the bound is valid at any duals, a column is kept only if it improves the master
         ys = y if center is None else smoothing * center + (1 - smoothing) * y
-        delta, new = pricing(ys, 1.0, tol)
+        cheap = rounds % exact_every != 0  # a capped pricing between exact ones: columns fast
+        delta, new = pricing(ys, 1.0, tol, btol, cheap)
         lb = bound_at(ys, delta)
         if lb > best_lb:
             best_lb, center = lb, ys
@@ -565,13 +601,19 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         new = [r for r, g in zip(new, gains, strict=True) if g > tol]
         if not new and ys is not y:  # mispricing: price at the master's own duals
             mispriced += 1
-            delta, new = pricing(y, 1.0, tol)
+            delta, new = pricing(y, 1.0, tol, btol, cheap)
+            lb = bound_at(y, delta)
+            if lb > best_lb:
+                best_lb, center = lb, y
+        if not new and cheap:  # the capped search found nothing: price exactly
+            delta, new = pricing(y, 1.0, tol, btol, False)
+            new = [r for r in new if float(r @ y + column_utility(r[:, None], P, V)[0]) > tol]
             lb = bound_at(y, delta)
             if lb > best_lb:
                 best_lb, center = lb, y
         if progress is not None:
             progress.update(round=rounds, mse=mse, bound=best_lb, rays=len(master.rays))
-        if mse - best_lb <= gap_tol * max(1.0, abs(mse)):
+        if mse - best_lb <= max(gap_tol * abs(mse), abs_tol):
             break
         if not new:  # the pricing found no column but could not close the gap (node cap)
             stop = "feasible"

@@ -26,12 +26,10 @@ from .lip import (
     di_interior,
     family_rows,
 )
-from .lip_closed_forms import hash_matrix, paper_solution, rr_lip_paper, warm_starts
+from .lip_closed_forms import hash_matrix, rr_lip_paper
 from .lip_estimation import column_utility, second_moment, value_matrix
 from .lip_optimize import (
-    ExactPricing,
     build_pyomo,
-    solve_colgen,
     solve_linear,
     solve_local,
     solve_pyomo_scip,
@@ -44,7 +42,8 @@ __all__ = ["lh_lip", "solve"]
 def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V=None, priors=None,
           T=None, notion: str = "lip", method: str = "auto", mode: str = "verified",
           objective: str = "mse", f: int | None = None, rng: np.random.Generator | None = None,
-          starts: int = 8, time_limit: float | None = None, pufferfish_T=None) -> Result:
+          starts: int = 8, time_limit: float | None = None, pufferfish_T=None,
+          gap_tol: float = 1e-6) -> Result:
     """The certified optimal channel for per-user MMSE (or MAE/Hamming) under LIP/LDP/Pufferfish.
 
     Args:
@@ -63,15 +62,25 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         objective: ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
         rng: generator for the local solve's random starts (required by ``method="local"``).
 
+        gap_tol: the relative gap at which ``method="exact"`` stops (certified ``optimal``).
+
     Returns a :class:`Result` whose ``objective`` is the certified (worst-case) per-user MSE (or
     expected loss), ``bound`` a certified lower bound (``None`` for a local solve), and ``stats``
     with ``mode, method, mse, utility, paper_feasible, realized_epsilon``. Raises
-    :class:`CertificationError` if a verified-mode matrix fails its ε·(1 + 1e-6) certificate.
+    :class:`CertificationError` if a verified-mode matrix fails its ε·(1 + 1e-6) certificate, and,
+    like every model, the error of :func:`~lpmech.models.common.raise_for_status` (result attached
+    as ``exc.result``) when a solve stops without a certified optimum: ``TimeLimitError``,
+    ``IterationLimitError``, ``NotOptimalError`` (also ``method="auto"`` falling back to the local
+    solve). Two statuses are an explicit choice and are returned: ``closed_form`` (``mode="paper"``)
+    and ``feasible`` from ``method="local"``.
     """
+
     t0 = time.perf_counter()
     # the rows carry e^{−ε}: it must stay well above the solvers' tolerances (ε ≤ 30) and differ
     # from 1 in double precision (ε ≥ 1e−9); outside that range say so as an input problem
-    eps = check_epsilon_scale(epsilon, [1.0], min_eps_d=MIN_EPS, max_eps_d=MAX_EPS)
+    eps = check_epsilon_scale(epsilon, [1.0], min_eps_d=MIN_EPS, max_eps_d=MAX_EPS, scope="LIP",
+                              why_large="so e^(-epsilon) is below the solvers' tolerances",
+                              why_small="so e^(-epsilon) does not differ from 1 in double precision")
     time_limit = check_time_limit(time_limit)
     scen = _scenarios(prior, priors, T)
     d = scen[0].prior.size
@@ -79,6 +88,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         V = value_matrix(task, d, values)
     V = np.asarray(V, float).reshape(d, -1)
     if mode == "paper":
+        from .lip_closed_forms import paper_solution
         return paper_solution(scen, eps, V, t0=t0)
     if mode != "verified":
         raise InputError(f"unknown mode {mode!r}: use 'verified' or 'paper'")
@@ -91,6 +101,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
                                   f"the posteriors, so DI needs epsilon >= log(max P / min P) = "
                                   f"{need:.6g}")
     status = "optimal"
+    explicit_local = method == "local"
     stats = {"mode": mode, "notion": notion, "d": d, "epsilon": eps, "scenarios": len(scen)}
     if objective in ("mae", "hamming"):
         if objective == "hamming":
@@ -101,6 +112,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         Q, obj, bound = solve_linear(scen, L, rows, time_limit=time_limit)
         method = "lp"
     elif objective == "mse":
+        from .lip_optimize import ExactPricing, solve_colgen
         pricing = ExactPricing.make(scen, V, notion, eps)
         if method == "auto":
             method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
@@ -110,7 +122,10 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
                 raise InputError("method='exact' (column generation with exact pricing) covers eps-LIP "
                                  "with G = X, one prior and a sum/survey/histogram task; use "
                                  "method='local' or 'vertex' for this family")
+            from .lip_closed_forms import warm_starts
+            # stop at 0.9·gap_tol: the cleaned, certified matrix may lose a little of the master's MSE
             Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
+                                           gap_tol=0.9 * gap_tol,
                                            warm_starts=warm_starts(scen, eps, notion))
             stats.update(info)
             bound_u = -mse_lb
@@ -120,6 +135,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit,
                                       interior=di_interior(scen[0].prior) if notion == "di" else None)
         elif method == "local":
+            from .lip_closed_forms import warm_starts
             if rng is None:
                 raise InputError("method='local' needs rng=numpy.random.default_rng(seed)")
             Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
@@ -154,8 +170,13 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
                  utility=float(np.mean([column_utility(Qc, s.prior, V).sum() for s in scen])),
                  realized_epsilon=cert.realized_epsilon, paper_feasible=None,
                  f=int((Qc.sum(axis=0) > 0).sum()), time_s=time.perf_counter() - t0)
-    return Result(status, mech, cert, OptimalityCertificate.from_values(
+    res = Result(status, mech, cert, OptimalityCertificate.from_values(
         obj, bound, source="ray-LP dual" if method == "vertex" else method), stats)
+    if status == "feasible" and explicit_local:
+        return res  # the user asked for a local optimum: certified private, no bound
+    from ..common import raise_for_status
+    raise_for_status(res, f"LIP design ({method})")
+    return res
 
 
 def lh_lip(prior, h, epsilon: float, V, *, paper: bool = False, rng=None):
