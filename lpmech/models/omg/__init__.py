@@ -11,11 +11,18 @@
 internal, patch the module (``lpmech.models.omg.omg``), not the package.
 """
 
-from . import omg, omg_large, omg_sweep  # noqa: F401 (the submodules)
+import importlib
+
+from . import omg
 from .omg import *  # noqa: F403
 
 __all__ = [*omg.__all__]
 
+#: imported on first use (``omg.omg_large``): ``import lpmech`` stays light for the CLI's first line
+_LAZY = ("omg_large", "omg_sweep")
 
-def __getattr__(name: str):  # PEP 562: the rest of omg.py's namespace
+
+def __getattr__(name: str):  # PEP 562: the lazy submodules, then the rest of omg.py's namespace
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
     return getattr(omg, name)
