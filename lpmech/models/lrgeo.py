@@ -408,7 +408,9 @@ def _user_block(u: UserLR, C: np.ndarray, y_index: np.ndarray, exponential: bool
     G = sp.csr_matrix((G_v, (G_r, G_c)), shape=(rows, ny))
     block = Block(c=C[xmask], A=A, G=G, row_lo=np.r_[np.full(R, -np.inf), np.ones(n)],
                   row_hi=np.r_[np.zeros(R), np.ones(n)], col_lo=np.zeros(nx), col_hi=np.ones(nx),
-                  w_lower=0.0, name=f"user {u.user}", options=dict(BLOCK_OPTIONS))
+                  w_lower=0.0, name=f"user {u.user}", options=dict(BLOCK_OPTIONS),
+                  lazy=np.r_[np.ones(R, bool), np.zeros(n, bool)],
+                  elastic=np.r_[np.zeros(R, bool), np.ones(n, bool)])
     alpha = np.zeros(ny)
     np.add.at(alpha, ycol[gk], C[gi, gk] * u.a[gi, gk])
     unit_y = sp.csr_matrix((u.a[gi, gk], (gi, ycol[gk])), shape=(n, ny))
