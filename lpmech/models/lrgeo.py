@@ -57,6 +57,13 @@ _COSTS = ("upper", "true", "lower")
 #: 0.240 where 0.0129 is feasible within 1e-9 (and is what the monolithic LP finds); without
 #: presolve the block LPs agree with the monolithic LP.
 BLOCK_OPTIONS = {"presolve": "off"}
+#: ``retain_after="auto"``: below this many nonzeros in the CLR-Geo LP, every block joins the Benders
+#: master after RETAIN_AFTER iterations without a certified gap. Measured (issue 13): 8×8 sweep
+#: cells, 5 users (≈ 3·10⁴ nonzeros) and Rome with 10 users (≈ 1.3·10⁵ where the ties bind) solve
+#: whole in 0.1–3 s, while cuts alone need 80–200 iterations there; at the paper's parameters
+#: Benders certifies in two iterations and never retains.
+RETAIN_NNZ = 500_000
+RETAIN_AFTER = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,12 +423,34 @@ def _user_block(u: UserLR, C: np.ndarray, y_index: np.ndarray, exponential: bool
     block = Block(c=C[xmask], A=A, G=G, row_lo=np.r_[np.full(R, -np.inf), np.ones(n)],
                   row_hi=np.r_[np.zeros(R), np.ones(n)], col_lo=np.zeros(nx), col_hi=np.ones(nx),
                   w_lower=0.0, name=f"user {u.user}", options=dict(BLOCK_OPTIONS),
-                  lazy=np.r_[np.ones(R, bool), np.zeros(n, bool)],
-                  elastic=np.r_[np.zeros(R, bool), np.ones(n, bool)])
+                  lazy=np.r_[np.ones(R, bool), np.zeros(n, bool)])
     alpha = np.zeros(ny)
     np.add.at(alpha, ycol[gk], C[gi, gk] * u.a[gi, gk])
     unit_y = sp.csr_matrix((u.a[gi, gk], (gi, ycol[gk])), shape=(n, ny))
+    if exponential and opos.size and P:
+        unit_y = unit_y + _implied_mass(u, xmask, ycol, ny)
     return block, alpha, unit_y, xmask
+
+
+def _implied_mass(u: UserLR, xmask, ycol, ny: int) -> sp.csr_matrix:
+    """Lower bounds of the free entries by the ties, for the master's unit rows (valid rows on y).
+
+    Along a path of Geo-Ind pairs i → … → j of the user's LR set (rows (15) chained, Thm 3.2),
+    z_jk ≥ e^{−ε D_ij} z_ik, and z_ik = a_ik y_k when (i, k) is tied; so every free entry (j, k),
+    k ∈ 𝒪_m, holds at least L_jk y_k with L_jk = max_{tied i} e^{−ε D_ij} a_ik, and row j's unit
+    measure (16) gives Σ_tied a_jk y_k + Σ_free L_jk y_k ≤ 1 — a valid row on y alone that keeps
+    the master's ȳ where every block is feasible (the plain Σ_tied a_jk y_k ≤ 1 leaves room for ȳ
+    that force the free entries above 1 in total)."""
+    n = u.n
+    w = -np.log(u.factor)  # ε·d of each Geo-Ind pair
+    g = sp.csr_matrix((np.maximum(w, 1e-300), (u.pair_i, u.pair_j)), shape=(n, n))
+    E = np.exp(-dijkstra(g, directed=True))  # e^{−ε D_ij}, 0 where no path
+    opos = np.flatnonzero(u.in_O)
+    tied = np.where(~xmask[:, opos], u.a[:, opos], 0.0)  # a_ik on tied entries, columns in 𝒪_m
+    L = (E.T[:, :, None] * tied[None, :, :]).max(axis=1)  # L[j, t] = max_i E[i, j]·a_it (tied)
+    L = np.where(xmask[:, opos], L, 0.0)
+    jj, tt = np.nonzero(L > 0)
+    return sp.csr_matrix((L[jj, tt], (jj, ycol[opos[tt]])), shape=(n, ny))
 
 
 @dataclasses.dataclass
@@ -664,7 +693,8 @@ def own_row_cost(structure: LRStructure, mats) -> np.ndarray:
 def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "benders",
           executor=None, abs_tol: float = 0.01, rel_tol: float = 1e-6, max_iter: int = 100,
           time_limit: float | None = None, relaxed_bound: bool = True, targets=None, prior=None,
-          rng: np.random.Generator | None = None, recourse: str = "elastic", verbose: bool = False) -> Result:
+          rng: np.random.Generator | None = None, recourse: str = "elastic", retain_after="auto",
+          verbose: bool = False) -> Result:
     """LR-Geo for ``users`` on ``grid``: CLR-Geo by Benders (or ``method="monolithic"``), certified.
 
     Returns a :class:`Result` whose mechanism stacks the users' matrices (rows 𝒩_1, then 𝒩_2, …;
@@ -680,6 +710,11 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     :class:`~lpmech.errors.TimeLimitError` (``err.result`` holds the best certified point, if any).
     ``recourse``: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (the paper's
     feasibility cuts), see :mod:`lpmech.solvers.benders`. ``verbose``: a log line per iteration.
+    ``retain_after``: Benders iterations after which every user's block joins the master (partial
+    Benders with full retention: the next master is the whole CLR-Geo LP plus the cuts, and
+    certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` iterations when the
+    CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP solves in seconds while
+    the cuts need 80–200 iterations where the ties bind, issue 13), else never.
     """
     t0 = time.perf_counter()
     P = params
@@ -687,14 +722,14 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     executor, owned = make_executor(executor, len(structure.users))
     try:
         return _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit,
-                      relaxed_bound, t0, recourse=recourse, verbose=verbose)
+                      relaxed_bound, t0, recourse=recourse, verbose=verbose, retain_after=retain_after)
     finally:
         if owned:
             executor.shutdown()
 
 
 def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, relaxed_bound, t0, *,
-           recourse="elastic", verbose=False):
+           recourse="elastic", verbose=False, retain_after="auto"):
     P = structure.params
     # no relaxed initial cuts for Benders: measured, they save one iteration at the paper's
     # parameters but cost a whole pass of M block solves (the first master's ȳ = 0 already gives
@@ -705,9 +740,17 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
              structure.K, [u.n for u in structure.users], [u.O.size for u in structure.users],
              clr.y_index.size, P.choices())
     if method == "benders":
+        nnz = sum(b.A.nnz + b.G.nnz for b in clr.problem.blocks)
+        if retain_after == "auto":
+            retain_after = RETAIN_AFTER if nnz <= RETAIN_NNZ else None
+        elif retain_after is not None and not (isinstance(retain_after, (int, np.integer))
+                                               and retain_after >= 1):
+            raise InputError(f"retain_after must be a positive integer, None or 'auto', got {retain_after!r}")
         res = solve_benders(clr.problem, executor=executor, abs_tol=abs_tol, rel_tol=rel_tol,
                             max_iter=max_iter, time_limit=time_limit, recourse=recourse, verbose=verbose,
+                            retain_after=retain_after,
                             name=f"CLR-Geo Benders ({len(structure.users)} users)")
+        res.stats.update(retain_after=retain_after, lp_nonzeros=nnz)
         if res.x is None:
             raise_for_status(res, "CLR-Geo (Benders)")
     elif method == "monolithic":
