@@ -58,12 +58,12 @@ _COSTS = ("upper", "true", "lower")
 #: presolve the block LPs agree with the monolithic LP.
 BLOCK_OPTIONS = {"presolve": "off"}
 #: ``retain_after="auto"``: below this many nonzeros in the CLR-Geo LP, every block joins the Benders
-#: master after RETAIN_AFTER iterations without a certified gap. Measured (issue 13): 8×8 sweep
+#: master after RETAIN_AFTER block passes without a certified gap. Measured (issue 13): 8×8 sweep
 #: cells, 5 users (≈ 3·10⁴ nonzeros) and Rome with 10 users (≈ 1.3·10⁵ where the ties bind) solve
 #: whole in 0.1–3 s, while cuts alone need 80–200 iterations there; at the paper's parameters
 #: Benders certifies in two iterations and never retains.
 RETAIN_NNZ = 500_000
-RETAIN_AFTER = 3
+RETAIN_AFTER = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -712,7 +712,7 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     feasibility cuts), see :mod:`lpmech.solvers.benders`. ``verbose``: a log line per iteration.
     ``retain_after``: Benders iterations after which every user's block joins the master (partial
     Benders with full retention: the next master is the whole CLR-Geo LP plus the cuts, and
-    certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` iterations when the
+    certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` block passes when the
     CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP solves in seconds while
     the cuts need 80–200 iterations where the ties bind, issue 13), else never.
     """
