@@ -395,7 +395,7 @@ def starting_columns(problem: Problem, columns=()) -> list:
     problem, their "tents" v = e^{−P(k, ·)} (P: shortest −log F paths; in the factor's cone; the
     LE mechanism's columns for d-privacy). The decomposition drops any column outside the cone of
     the whole notion."""
-    from .geoind import GeoInd, tents
+    from .geoind import GeoInd
 
     allowed = problem.allowed().astype(float)
     cols = [(int(k), np.asarray(v, float)) for k, v in columns]
@@ -403,7 +403,7 @@ def starting_columns(problem: Problem, columns=()) -> list:
     if problem.n == problem.K:
         for part in _parts(problem.notion):
             if isinstance(part, GeoInd) and part.F.any():
-                T = tents(part.F)
+                T = part.closure.T  # the tents, computed once (repair uses the same closure)
                 cols += [(k, T[:, k] * allowed[:, k]) for k in range(problem.n)]
     return cols
 
@@ -478,6 +478,8 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         opts = dict(decompose_options)
         if max_rounds is not None:
             opts["max_rounds"] = max_rounds
+        if group is not None and opts.get("start") is not None:  # original outputs -> merged ones
+            opts["start"] = np.unique(group[np.asarray(opts["start"], dtype=np.int64)])
         res = solve_outputs(problem, tol=tol, time_limit=time_limit, executor=executor,
                             workers=workers, verbose=verbose, **opts)
         raw = res.x
