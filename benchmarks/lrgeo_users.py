@@ -81,7 +81,8 @@ def run(grid, users, P, method, ex, args, recourse="elastic", retain_after="auto
         st = res.stats
         out = {"status": res.status, "cost": st["cost"], "lower_bound": st.get("lower_bound"),
                "iterations": st.get("iterations"), "realized_epsilon": res.certificate.realized_epsilon,
-               "retained": st.get("retained_blocks"), "build_s": st.get("build_s")}
+               "retained": st.get("retained_blocks"), "build_s": st.get("build_s"),
+               "lp_nonzeros": st.get("lp_nonzeros")}
     except LpmechError as e:
         r = getattr(e, "result", None)
         st = {} if r is None else r.stats

@@ -62,7 +62,7 @@ BLOCK_OPTIONS = {"presolve": "off"}
 #: cells, 5 users (≈ 3·10⁴ nonzeros) and Rome with 10 users (≈ 1.3·10⁵ where the ties bind) solve
 #: whole in 0.1–3 s, while cuts alone need 80–200 iterations there; at the paper's parameters
 #: Benders certifies in two iterations and never retains.
-RETAIN_NNZ = 500_000
+RETAIN_NNZ = 1_500_000
 RETAIN_AFTER = 1
 
 
