@@ -675,7 +675,7 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
               max_rounds: int = 5000, time_limit: float | None = None, verbose: bool = False,
               stabilise: float = 0.3, purge_after: int = 5, check_columns: bool = True,
               master_algorithm: str = "simplex", master_options: dict | None = None,
-              name: str = "decomposition") -> Result:
+              name: str = "decomposition", stall_gap: float = STALL_GAP) -> Result:
     """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
 
     Args:
@@ -707,14 +707,14 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
     try:
         return _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers,
                           max_rounds, time_limit, stabilise, purge_after, check_columns,
-                          master_algorithm, master_options, prog)
+                          master_algorithm, master_options, prog, float(stall_gap))
     finally:
         prog.close()
 
 
 def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, max_rounds,
                time_limit, stabilise, purge_after, check_columns, master_algorithm, master_options,
-               prog) -> Result:
+               prog, stall_gap=STALL_GAP) -> Result:
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
     C, extra, cols = _check_inputs(notion, C, extra_rows, columns)
@@ -745,6 +745,7 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
             HI[np.asarray(z, dtype=np.int64), k] = 0.0
     st = _State(master, pricer, HI, tol, abs_floor, stabilise, purge_after, int(max_rounds),
                 None if time_limit is None else t0 + time_limit, prog)
+    st.stall_gap = stall_gap
     try:
         _, upper0 = master.run()
         status = "optimal"
@@ -797,6 +798,7 @@ class _State:
         self.n_priced = 0
         self.stop = ""
         self.y = None
+        self.stall_gap = STALL_GAP
         self.reset()
 
     def reset(self) -> None:
@@ -866,11 +868,11 @@ class _State:
                 self.stop = "gap"
                 return "optimal"
             self.lowers.append(self.best_lower)
-            if (phase == 2 and gap_abs <= STALL_GAP * floor and len(self.lowers) > STALL_ROUNDS
+            if (phase == 2 and gap_abs <= self.stall_gap * floor and len(self.lowers) > STALL_ROUNDS
                     and self.best_lower - self.lowers[-1 - STALL_ROUNDS] <= 0.1 * floor):
                 # the bound has stopped moving within STALL_GAP × the floor: the pricing LPs'
                 # tolerances limit it there, and more rounds only chase round-off
-                self.stop = f"bound stalled within {STALL_GAP:g}x the tolerance"
+                self.stop = f"bound stalled within {self.stall_gap:g}x the tolerance"
                 return "optimal"
             if improving == 0 and not smoothed:  # no improving column at the master's duals: proved
                 if phase == 1:  # artificials remain and nothing prices out
