@@ -32,6 +32,19 @@ block (the row sides are all that change between iterations, so the old basis is
 the re-solve is a short dual simplex), which keeps the tasks stateless: serial, process-pool and
 Dask executors return the same cuts and the same iteration count.
 
+**Lazy rows** (``Block.lazy``): rows a block may leave out until its solution violates them; they
+enter in rounds into one persistent HiGHS model (dual simplex from the current basis) and the rows
+in the model travel with the basis. The multipliers of the rows left out are 0, so the cut is the
+same Lagrangian bound, tight at ȳ. On CLR-Geo (Rome, ε = 10) a block LP of 10⁴ Geo-Ind rows
+ends with ~600 in the model, 4–8× faster.
+
+**Partial Benders** (``retain``, ``retain_after``): blocks kept whole in the master (Crainic,
+Frangioni & Gendron 2021) are never separated; after ``retain_after`` block passes without a
+certified gap every block is retained, i.e. the whole LP is solved (its Lagrangian bound certifies).
+Measured on CLR-Geo where the ties bind: retaining 2, 3 or 4 of 5 blocks leaves 149, 115, 112
+iterations (129 with none) — the cuts of a single block need ~100 passes — so retention is all or
+nothing there, for LPs small enough to solve whole.
+
 The lower bound LB is the master's optimum (non-decreasing: cuts only add rows); the upper bound UB
 is the best α·ȳ + Σ_m v_m(ȳ) over the separation points where every block was feasible
 (Prop. 4.3). Status ``optimal`` only when UB − LB ≤ ``abs_tol`` or ≤ ``rel_tol``·|UB| (a certified
