@@ -5,7 +5,7 @@ Euclidean distance in cells) this solves, through the design engine (``lpmech.de
 
 * Geo-Ind alone (d-privacy, ε per cell) — the OMG optimum;
 * Geo-Ind ∧ ε_LIP-LIP for the same prior, for each ``--eps-lip`` — one certificate per notion;
-* optionally (``--user``) a user-defined factor notion written in three lines: (ε, γ)-Geo-Ind with
+* a user-defined factor notion written in three lines (case ``user``): (ε, γ)-Geo-Ind with
   γ = 2 cells given as a raw factor matrix F_ij = e^{−ε d_ij}·1[d_ij ≤ 2].
 
 The price of adding LIP is (OPT(Geo-Ind ∧ LIP) − OPT(Geo-Ind)) / OPT(Geo-Ind), each optimum
@@ -13,7 +13,12 @@ certified (gap ≤ 1e-6, realised ε of every notion ≤ target·(1 + 1e-6)). Ba
 process: Geo-Ind alone through the OMG decomposition (``lpmech.models.omg``); the time ratio is
 printed. Writes ``benchmarks/results/design_composed.csv`` and ``.png``.
 
-    python benchmarks/design_composed.py [--size 10] [--eps 1] [--eps-lip 0.5 1 2 4] [--user]
+    python benchmarks/design_composed.py [--size 10] [--eps 1] [--eps-lip 0.5 1 2 4]
+        [--cases geo user composed] [--method auto|full|decomposition|outputs] [--prior gowalla|dirichlet]
+
+K = 400 through the decomposition (each notion certified):
+    python benchmarks/design_composed.py --size 20 --prior dirichlet --method decomposition \
+        --cases user composed geo --eps-lip 1 --no-baseline --name design_composed_k400
 """
 
 from __future__ import annotations
