@@ -22,6 +22,11 @@ Result`, certified the same way whatever the path:
   solve_model`);
 * ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"decomposition"``.
 
+Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
+extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
+addition); the mechanism puts each merged class's mass on its first output. For LE's LP (8) on
+check-in data every empty cell (w_k = 0, cost column w) merges: 645 of 1,024 outputs on Gowalla NYC.
+
 Certification (:func:`certify_matrix`): the solver's matrix is clipped, its forced zeros set,
 its rows renormalised; if a notion's rows are violated (solver tolerance) each notion's exact
 ``repair`` (the max-product closure of ratio notions) and then a shift of the violating columns
