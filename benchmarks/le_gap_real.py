@@ -13,8 +13,9 @@ fails, and this script measures by how much LE misses the optimum:
 * LE's objective 1 − w·p (p = E⁻¹1) is compared with it: ``le_gap = LE − OPT`` lies between
   LE − (LP objective) and LE − (LP bound), both printed;
 * the LP-dual test min(E⁻¹w) is printed beside it;
-* baseline in the same process: the OMG decomposition (``lpmech.models.omg``) on the same
-  problem at ``--baseline-size`` for the first ε; the ratio of times is printed.
+* baseline in the same process: the engine without merging the empty cells into one output
+  (``merge=False``, the previous path) at ``--baseline-size`` for the first ε; the ratio of
+  times is printed.
 
 Data: each user's earliest check-in inside the NYC box (``lpmech.datasets.read_checkins``,
 ``first_per_user=True``), gridded W×W (distances in cells, Euclidean). Writes
@@ -32,13 +33,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
 
 from lpmech import datasets
 from lpmech import instance as li
 from lpmech.design import DPrivacy, solve
 from lpmech.errors import LpmechError
 from lpmech.io import write_csv
-from lpmech.models import le, omg
+from lpmech.models import le
 
 OUT = Path(__file__).resolve().parent / "results"
 DATA = Path(os.environ.get("LPMECH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -51,13 +54,14 @@ def gowalla_instance(path: Path, size: int):
     return li.grid(size, size, 1.0, unit="cell").with_counts(counts), counts
 
 
-def relaxation_bound(E: np.ndarray, w: np.ndarray) -> float:
+def relaxation_bound(E: np.ndarray, w: np.ndarray, *, support: bool = False):
     """A certified lower bound on the optimum of LP (8)+(12) without solving it.
 
     Weak duality with multipliers μ ≥ 0 of the unit rows and E μ ≥ w: for every column v in the
     d-privacy cone, v ≥ v_k e^{−ε d_·k}, so μ·v ≥ v_k (Eμ)_k ≥ w_k v_k and the error is at least
     1 − Σ μ. μ comes from the dual of max{w·t : E t ≤ 1, t ≥ 0} (HiGHS), scaled up until
-    E μ ≥ w holds exactly in floating point.
+    E μ ≥ w holds exactly in floating point. With ``support``, also the cells with t_k > 0 (the
+    tents the relaxation uses: a good first guess of the outputs the optimum uses).
     """
     from scipy.optimize import linprog
 
@@ -67,39 +71,114 @@ def relaxation_bound(E: np.ndarray, w: np.ndarray) -> float:
     need = w > 0
     if need.any():
         mu *= max(1.0, float((w[need] / np.maximum(Emu[need], 1e-300)).max()) * (1 + 1e-12))
-    return float(1.0 - math.fsum(mu))
+    bound = float(1.0 - math.fsum(mu))
+    return (bound, np.nonzero(r.x > 1e-12)[0]) if support else bound
 
 
-def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs"):
+def tent_filler(inst, eps: float, w: np.ndarray, *, time_limit: float | None = None):
+    """A certified d-private mechanism for a prior w, fast at m = 1,024: tents plus one smooth filler.
+
+    LE's columns are tents t_k e^{−ε d_·k} (in the d-privacy cone) with E t = 1. For a skewed prior
+    take max w·t over t ≥ 0 with E t ≤ 1 and the rest s = 1 − E t itself in the cone
+    (e^{−ε d_ij} s_i ≤ s_j, rows added lazily: (E_j − e^{−ε d_ij} E_i)·t ≤ 1 − e^{−ε d_ij}); s
+    goes on one output with w = 0 (or the lightest). An LP over m variables, not m². The matrix
+    is certified by the engine (:func:`lpmech.design.engine.certify_matrix`), so its objective is
+    a certified upper bound on the optimum, and LE − (it) a certified lower bound on LE's gap.
+    """
+    from lpmech.design import Problem
+    from lpmech.design.engine import certify_matrix
+    from lpmech.solvers.cutting_planes import LazyLP
+
+    m = inst.K
+    E = le.kernel(inst.metric, eps)
+    F = E.copy()
+    np.fill_diagonal(F, 0.0)
+
+    def separate(t):
+        s = 1.0 - E @ t
+        T = F * s[:, None]  # T[i, j] = F_ij s_i
+        i = T.argmax(axis=0)
+        j = np.nonzero(T[i, np.arange(m)] - s > 1e-10)[0]
+        if j.size == 0:
+            return None
+        i = i[j]
+        A = E[j] - F[i, j][:, None] * E[i]
+        return sp.csr_matrix(A), np.full(j.size, -np.inf), 1.0 - F[i, j]
+
+    lazy = LazyLP(-w, np.zeros(m), np.full(m, 1.0), separate, A=sp.csr_matrix(E),
+                  row_lo=np.full(m, -np.inf), row_hi=np.ones(m), method="simplex")
+    out = lazy.solve(time_limit=time_limit)
+    if out.status != "optimal":
+        return None
+    t = np.clip(out.x, 0.0, None)
+    Z = E * t[None, :]
+    Z[:, int(np.argmin(w))] += np.clip(1.0 - Z.sum(axis=1), 0.0, None)
+    C = w[:, None] * le.range_loss(inst.metric)
+    problem = Problem.make(DPrivacy(inst.metric, eps, reduce=False), C)  # certify checks all pairs
+    Zc, certs, _ = certify_matrix(problem, Z)
+    return float(math.fsum((C * Zc).ravel())), certs[0].realized, out.rounds
+
+
+def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", start=None):
+    """One ε: LE, the relaxation bound, the certified LP optimum. ``start``: outputs to start the
+    output generation with (the previous ε's outputs: a warm start across ε); the relaxation's
+    tents and the heaviest √m cells are always added."""
     w = inst.prior
     loss = le.range_loss(inst.metric, 0.0)
     p = le.le_diagonal(inst.metric, eps)
     feasible = bool(p.min() >= -le.P_TOL)
-    lam = le.kkt(inst.metric, eps, w).lam
+    # λ = E⁻¹w of the LP-dual test (spec §2.6); le.kkt also forms every residual, O(m³) in Python
+    lam = scipy.linalg.cho_solve(scipy.linalg.cho_factor(le.kernel(inst.metric, eps)), w)
     le_obj = float(1.0 - w @ p) if feasible else math.nan
     columns = []
     if feasible:  # LE's columns e^{−ε d_·k} p_k / max, in the d-privacy cone
         E = le.kernel(inst.metric, eps)
         columns = [(k, E[:, k].copy()) for k in range(inst.K)]
     t0 = time.perf_counter()
+    t_relax = time.perf_counter()
+    bound, tents = relaxation_bound(le.kernel(inst.metric, eps), w, support=True)
+    t_relax = time.perf_counter() - t_relax
     row = dict(eps=eps, m=inst.K, users=None, le_feasible=feasible, le_objective=le_obj,
                min_lambda=float(lam.min()), lp_dual_test=bool(lam.min() >= 0), method=method,
-               relaxation_bound=relaxation_bound(le.kernel(inst.metric, eps), w))
+               relaxation_bound=bound, relaxation_s=t_relax)
+    t_tf = time.perf_counter()
+    tf = tent_filler(inst, eps, w, time_limit=time_limit)
+    if tf is not None:
+        row.update(tent_filler_objective=tf[0], tent_filler_eps=tf[1], tent_filler_rounds=tf[2],
+                   tent_filler_s=time.perf_counter() - t_tf)
+        if feasible:
+            row["le_gap_low"] = le_obj - tf[0]  # certified: OPT ≤ the tent-filler mechanism
+    if feasible:
+        row["le_gap_high"] = le_obj - bound  # certified: OPT ≥ the relaxation bound
+    if method == "none":
+        return row
+    opts = {}
+    if method == "outputs":
+        heavy = np.argsort(-w, kind="stable")[:math.ceil(math.sqrt(inst.K))]
+        S = np.union1d(np.union1d(tents, heavy), [] if start is None else start).astype(np.int64)
+        opts["start"] = S
+        row["start_outputs"] = int(S.size)
     try:
-        res = solve(DPrivacy(inst.metric, eps, n_near=8), prior=w, loss=loss, method=method,
-                    columns=columns, time_limit=time_limit, workers=workers, verbose=verbose)
+        t_notion = time.perf_counter()
+        notion = DPrivacy(inst.metric, eps, n_near=8)
+        row["notion_s"] = time.perf_counter() - t_notion
+        res = solve(notion, prior=w, loss=loss, method=method,
+                    columns=columns, time_limit=time_limit, workers=workers, verbose=verbose, **opts)
     except LpmechError as exc:
         row.update(status=type(exc).__name__, time_s=time.perf_counter() - t0, error=str(exc)[:200])
         got = getattr(exc, "result", None)
         if got is not None and got.mechanism is not None and feasible:  # a certified mechanism
-            row.update(best_objective=got.objective, le_gap_low=le_obj - got.objective)
+            row.update(best_objective=got.objective,
+                       le_gap_low=max(le_obj - got.objective, row.get("le_gap_low", -math.inf)))
         if feasible:
             row["le_gap_high"] = le_obj - row["relaxation_bound"]
         return row
     row.update(status=res.status, opt_objective=res.objective, opt_bound=res.bound, opt_gap=res.gap,
                realized_eps=res.certificate.realized_epsilon, time_s=time.perf_counter() - t0,
                rounds=res.stats.get("rounds"), master_share=res.stats.get("master_share"),
-               columns=res.stats.get("columns"))
+               columns=res.stats.get("columns"), merged_outputs=res.stats.get("merged_outputs"),
+               outputs_used=int((res.mechanism.matrix.sum(axis=0) > 0).sum()))
+    row["_used"] = np.nonzero(res.mechanism.matrix.sum(axis=0) > 1e-12)[0]
     if feasible:
         row.update(le_gap_low=le_obj - res.objective, le_gap_high=le_obj - res.bound,
                    le_gap_rel=(le_obj - res.objective) / res.objective)
@@ -109,19 +188,20 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs"):
 
 
 def baseline_ratio(inst, eps, workers):
-    """Engine vs the OMG decomposition on the same instance (same process): objectives and times."""
+    """The engine as used here (empty cells merged into one output) against the engine without the
+    merge (the previous path), same process, same instance: objectives and times."""
     loss = le.range_loss(inst.metric, 0.0)
-    t0 = time.perf_counter()
-    a = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss, method="outputs",
-              workers=workers)
-    ta = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    b = omg.solve(inst.with_loss(loss), eps, method="decomposition")
-    tb = time.perf_counter() - t0
-    print(f"baseline m={inst.K} eps={eps:g}: engine {a.objective:.10f} in {ta:.1f}s, OMG decomposition "
-          f"{b.objective:.10f} in {tb:.1f}s, ratio engine/OMG = {ta / tb:.2f}, "
+    out = {}
+    for merge in (True, False):
+        t0 = time.perf_counter()
+        r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss, method="outputs",
+                  workers=workers, merge=merge)
+        out[merge] = (r, time.perf_counter() - t0)
+    (a, ta), (b, tb) = out[True], out[False]
+    print(f"baseline m={inst.K} eps={eps:g}: merged {a.objective:.10f} in {ta:.1f}s, unmerged "
+          f"{b.objective:.10f} in {tb:.1f}s, ratio merged/unmerged = {ta / tb:.2f}, "
           f"|diff| = {abs(a.objective - b.objective):.1e}")
-    return dict(m=inst.K, eps=eps, engine_s=ta, omg_s=tb, ratio=ta / tb,
+    return dict(m=inst.K, eps=eps, merged_s=ta, unmerged_s=tb, ratio=ta / tb,
                 objective_diff=abs(a.objective - b.objective))
 
 
@@ -136,6 +216,9 @@ def plot(rows, path: Path):
     if ok:
         e = [r["eps"] for r in ok]
         best = [r.get("opt_objective", r.get("best_objective", math.nan)) for r in ok]
+        if any("tent_filler_objective" in r for r in ok):
+            ax[0].plot(e, [r.get("tent_filler_objective", math.nan) for r in ok], "^-.",
+                       label="tent-filler mechanism (certified)")
         ax[0].plot(e, [r["le_objective"] for r in ok], "o-", label="LE (closed form)")
         ax[0].plot(e, best, "s--", label="engine: optimum, or best certified mechanism at the limit")
         ax[0].plot(e, [r["relaxation_bound"] for r in ok], "v:", label="certified lower bound")
@@ -165,8 +248,12 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, nargs="+", default=[0.7, 1.0, 2.0, 4.0])
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--method", default="outputs", choices=["outputs", "decomposition", "full"])
+    ap.add_argument("--method", default="outputs", choices=["outputs", "decomposition", "full", "none"],
+                    help="the engine's path for the exact LP; none: only LE, the tent-filler mechanism "
+                         "and the relaxation bound (the certified bracket of LE's gap)")
     ap.add_argument("--baseline-size", type=int, default=10, help="grid side of the baseline (0: none)")
+    ap.add_argument("--no-warm", dest="warm", action="store_false",
+                    help="do not start each ε's output generation with the previous ε's outputs")
     ap.add_argument("--name", default="le_gap_real")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
@@ -181,9 +268,11 @@ def main(argv=None):
     print(f"Gowalla NYC {args.size}x{args.size}: m = {inst.K}, {int(counts.sum())} users, "
           f"{int((counts == 0).sum())} empty cells")
     rows = []
+    used = None
     for eps in args.eps:
         r = run(inst, eps, time_limit=args.time_limit, workers=args.workers, verbose=args.verbose,
-                method=args.method)
+                method=args.method, start=used if args.warm else None)
+        used = r.pop("_used", used)
         r["users"] = int(counts.sum())
         rows.append(r)
         print({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}, flush=True)

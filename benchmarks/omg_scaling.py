@@ -67,25 +67,40 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - t0, res
 
 
-def _old_module(commit):
-    """``lpmech/models/omg_large.py`` as of ``commit`` (read with git show; the path before the layout
-    by family), imported beside the new one."""
+def _load_old(commit, rel, name):
+    """Module file ``rel`` as of ``commit`` (git show) imported as ``name``, or None if absent."""
     import importlib.util
     import subprocess
     import sys
     import tempfile
 
-    name = f"lpmech.models._omg_large_{commit}"
     if name in sys.modules:
         return sys.modules[name]
-    src = subprocess.run(["git", "show", f"{commit}:lpmech/models/omg_large.py"], check=True,
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1]).stdout
-    path = Path(tempfile.mkdtemp()) / "omg_large_old.py"
-    path.write_text(src)
+    out = subprocess.run(["git", "show", f"{commit}:{rel}"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    if out.returncode != 0:
+        return None
+    path = Path(tempfile.mkdtemp()) / Path(rel).name
+    path.write_text(out.stdout)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
+    return mod
+
+
+def _old_module(commit):
+    """The OMG large-K module as of ``commit``, imported beside the new one, with the generic
+    decomposition engine (``lpmech/design/decomposition.py``) of the same commit where it had one.
+    Its path is lpmech/models/omg_large.py before the layout by family, lpmech/models/omg/omg_large.py
+    after it (imported inside the package it was written for, so its relative imports resolve)."""
+    mod = (_load_old(commit, "lpmech/models/omg_large.py", f"lpmech.models._omg_large_{commit}")
+           or _load_old(commit, "lpmech/models/omg/omg_large.py", f"lpmech.models.omg._omg_large_{commit}"))
+    engine = _load_old(commit, "lpmech/design/decomposition.py", f"lpmech.design._decomposition_{commit}")
+    if engine is not None:
+        for attr in ("decompose", "PricingLP", "lagrangian"):
+            if hasattr(mod, attr) and hasattr(engine, attr):
+                setattr(mod, attr, getattr(engine, attr))
     return mod
 
 

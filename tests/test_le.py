@@ -282,6 +282,20 @@ def test_cli_json_matches_spec_values(capsys):
     assert res["realized_epsilon"] == pytest.approx(1.0, rel=1e-9)
 
 
+@pytest.mark.parametrize("method", ["full", "outputs"])
+def test_cli_lp_method_through_the_engine(capsys, method):
+    import json
+
+    # 3x3 at eps = 0.5: LE is infeasible; the LP (8) optimum is -sum p_kk = -2.0227 (spec §2.7)
+    code, out, _ = _run(capsys, ["le", "--grid", "3x3", "--epsilon", "0.5", "--lp", "--lp-method",
+                                 method, "--json"])
+    assert code == 0
+    res = json.loads(out)
+    assert res["path"] == "lp" and res["lp_method"] == method and res["status"] == "optimal"
+    assert res["objective"] == pytest.approx(1 - 2.0227 / 9, abs=1e-4)
+    assert res["realized_epsilon"] <= 0.5 * (1 + 1e-6)
+
+
 def test_cli_scale_path_manhattan_closed_form(capsys):
     import json
 

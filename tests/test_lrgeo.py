@@ -272,12 +272,30 @@ def test_cli_json_matches_monolithic(capsys, tmp_path):
     (["--user-cells", "9999"], "outside the domain"),
     (["--gamma", "0.05"], "connected components"),
     (["--rome-dir", "/nonexistent/rome"], "missing Rome data file"),
+    (["--retain-after", "0"], "--retain-after"),
 ])
 def test_cli_bad_input(capsys, extra, msg):
     from lpmech.cli import main
 
     assert main([*CLI_ARGS, *extra]) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_cli_retain_after_never_is_cuts_only(capsys):
+    """--retain-after never: Benders by cuts alone, same optimum as the monolithic LP, more passes
+    than the default (which takes the whole LP after one block pass on this small instance)."""
+    import json
+
+    from lpmech.cli import main
+
+    assert main([*CLI_ARGS, "--json", "--no-relaxed-bound", "--retain-after", "never"]) == 0
+    never = json.loads(capsys.readouterr().out)
+    assert main([*CLI_ARGS, "--json", "--no-relaxed-bound"]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    mono = lrgeo.solve(GRID, USERS, P, method="monolithic", relaxed_bound=False)
+    for out in (never, auto):
+        assert out["cost"] == pytest.approx(mono.stats["cost"], abs=1e-5)
+    assert never["iterations"] > auto["iterations"]
 
 
 def test_constopt_without_exponential_entries_is_the_full_omg():

@@ -51,6 +51,9 @@ def register(sub, common) -> None:
                         "instead, at any size (without --lp: an infeasible LE is exit 3, and a "
                         f"prior LE is not optimal for is solved by the LP up to m = {MAX_LP_CELLS}, "
                         "beyond that LE is reported with status feasible and a valid bound, exit 4)")
+    p.add_argument("--lp-method", choices=["auto", "full", "outputs", "decomposition"], default="auto",
+                   help="how the design engine solves the LP (8): auto (the full LP up to 64 cells, "
+                        "else output generation), full, outputs or decomposition")
     p.add_argument("--estimate", metavar="FILE",
                    help="reported counts (one per location, .npy or one-column CSV): estimate the "
                         "true counts with the inversion estimator (15)")
@@ -126,10 +129,12 @@ def _run_dense(args, inst, counts, L):
     # LE when it is the optimum (uniform data, or the LP-dual test passes); for other priors the
     # LP (8) up to MAX_LP_CELLS cells (any size with --lp), else LE with status feasible (exit 4)
     res = L.solve(inst, args.epsilon, path="auto", fallback_lp=args.lp,
-                  max_lp_size=inst.K if args.lp else MAX_LP_CELLS, verbose=args.verbose)
+                  max_lp_size=inst.K if args.lp else MAX_LP_CELLS, lp_method=args.lp_method,
+                  verbose=args.verbose)
     P = res.mechanism.matrix
     c = _uniform(inst.K)
     out = {"status": res.status, "m": inst.K, "path": res.stats["path"],
+           "lp_method": res.stats.get("engine_method"),
            "realized_epsilon": res.certificate.realized_epsilon,
            "colocation_error": est.range_error(P, c, inst.metric, 0.0),
            "objective": res.objective, "bound": res.bound, "gap": res.gap,

@@ -72,6 +72,10 @@ def register(sub, common) -> None:
                         "is status iteration_limit, exit 4")
     s.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="wall-clock limit; reaching it without a certified optimum is exit 4")
+    s.add_argument("--retain-after", default="auto", metavar="N|auto|never",
+                   help="Benders block passes after which every user's block joins the master (the "
+                        "whole LP, certified); auto (default): 1 for LPs up to 1.5e6 nonzeros, else "
+                        "never; never: cuts only")
     s.add_argument("--no-relaxed-bound", action="store_true",
                    help="skip the relaxed lower bound (29)-(30) (saves M LP solves)")
     p.add_argument("--out", metavar="FILE.npz",
@@ -137,6 +141,12 @@ def cmd_lrgeo(args) -> int:
         info.update(instance=grid.name, K=grid.K)
         if args.workers is not None and args.workers < 0:
             raise InputError("--workers must be >= 0")
+        retain_after = {"auto": "auto", "never": None}.get(args.retain_after, args.retain_after)
+        if isinstance(retain_after, str) and retain_after != "auto":
+            if not retain_after.isdigit() or int(retain_after) < 1:
+                raise InputError(f"--retain-after must be a positive integer, auto or never, "
+                                 f"got {args.retain_after!r}")
+            retain_after = int(retain_after)
         executor = "serial" if args.workers == 0 else (
             None if args.workers is None else cf.ProcessPoolExecutor(max_workers=args.workers))
         try:
@@ -144,7 +154,7 @@ def cmd_lrgeo(args) -> int:
                 res = lrgeo.solve(grid, users, params, method=args.method, executor=executor,
                                   abs_tol=args.abs_tol, rel_tol=args.rel_tol, max_iter=args.max_iter,
                                   time_limit=args.time_limit, relaxed_bound=not args.no_relaxed_bound,
-                                  rng=rng)
+                                  rng=rng, retain_after=retain_after)
         finally:
             if hasattr(executor, "shutdown"):
                 executor.shutdown()

@@ -157,6 +157,100 @@ class PricingLP:
         return v, float(w @ v), w - scale * aty
 
 
+class DualPricingLP(PricingLP):
+    """The same pricing LP, solved as its dual (K rows whatever the number of lazy rows):
+
+        max −Σ_i ub_i s_i   s.t.   s_i + (Aᵀy)_i ≥ −w_i,   y ≥ 0,  s ≥ 0,
+
+    whose row multipliers are v. A row of A generated for the primal is a column (y_r) here, so the
+    basis stays K×K while rows accumulate (the primal form's basis grows with them), a new row keeps
+    the basis primal feasible (primal simplex next), and a new w only moves the right-hand side
+    (dual simplex next). ρ = w + Aᵀy is read from the column values: the same Lagrangian bound.
+    """
+
+    def __init__(self, notion: Notion, k: int):
+        import highspy
+
+        K = notion.K
+        self.K = K
+        start = start_rows(notion, k)
+        self.ub = np.ones(K)
+        zeros = notion.zeros(k)
+        if zeros is not None:
+            self.ub[np.asarray(zeros, dtype=np.int64)] = 0.0
+        self.oracle = notion.separator(k, start)
+        self.repair = getattr(notion, "repair", None)
+        self.zero_mask = self.ub == 0
+        self.h = new_highs("simplex", options=DUAL_PRICING_OPTIONS)
+        inf = highspy.kHighsInf
+        self.idx = np.arange(K, dtype=np.int32)
+        self.h.addRows(K, np.zeros(K), np.full(K, inf), 0, np.zeros(K, np.int32),
+                       np.zeros(0, np.int32), np.zeros(0))
+        self.h.addCols(K, self.ub.copy(), np.zeros(K), np.full(K, inf), K,
+                       np.arange(K, dtype=np.int32), self.idx, np.ones(K))
+        self.r_row = np.zeros(0, np.int64)
+        self.r_col = np.zeros(0, np.int64)
+        self.r_val = np.zeros(0)
+        self.n_rows = 0
+        self._add(start)
+
+    def _add(self, A) -> None:
+        import highspy
+
+        A = sp.csr_matrix(A, dtype=float)
+        m = A.shape[0]
+        if m == 0:
+            return
+        self.h.addCols(m, np.zeros(m), np.zeros(m), np.full(m, highspy.kHighsInf), A.nnz,
+                       A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+        counts = np.diff(A.indptr)
+        self.r_row = np.concatenate([self.r_row, self.n_rows + np.repeat(np.arange(m), counts)])
+        self.r_col = np.concatenate([self.r_col, A.indices])
+        self.r_val = np.concatenate([self.r_val, A.data])
+        self.n_rows += m
+
+    def _solve(self, strategy: int) -> str:
+        self.h.setOptionValue("simplex_strategy", strategy)
+        return self._run()
+
+    def price(self, w: np.ndarray):
+        import highspy
+
+        scale = float(np.abs(w).max())
+        if scale == 0.0:
+            return np.zeros_like(w), 0.0, np.zeros_like(w)
+        self.h.changeRowsBounds(self.K, self.idx, -w / scale, np.full(self.K, highspy.kHighsInf))
+        strategy = 1  # a new right-hand side: the basis stays dual feasible
+        for rnd in range(1, self.MAX_ROUNDS + 1):
+            status = self._solve(strategy)
+            if status != "optimal":
+                raise SolverError(f"pricing LP ended with status {status!r} after {rnd} rounds of "
+                                  "row generation")
+            sol = self.h.getSolution()
+            x = np.clip(np.asarray(sol.row_dual), 0.0, self.ub)
+            cut = self.oracle(x)
+            if cut is None or cut.shape[0] == 0:
+                break
+            self._add(cut)
+            strategy = 4  # new columns: the basis stays primal feasible
+        else:
+            raise SolverError(f"pricing LP: no end of row generation in {self.MAX_ROUNDS} rounds")
+        y = np.maximum(np.asarray(sol.col_value)[self.K:], 0.0)  # multipliers of the rows A v ≤ 0
+        aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
+        v = x
+        if self.repair is not None:
+            fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
+            if not fixed[self.zero_mask].any():
+                v = np.clip(fixed, 0.0, 1.0)
+        return v, float(w @ v), w + scale * aty
+
+
+#: the pricing LP class (:class:`DualPricingLP`: measured faster on OMG, its basis stays K×K)
+PRICING_LP = DualPricingLP
+DUAL_PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10,
+                        "presolve": "off"}
+
+
 def lagrangian(rho: np.ndarray, ub: np.ndarray) -> np.ndarray:
     """Σ_i min(0, ρ_i)·ub_i (per column): the Lagrangian bound of a pricing LP with rows A v ≤ 0
     and variables in [0, ub], valid for any row multipliers y ≤ 0."""
@@ -165,7 +259,7 @@ def lagrangian(rho: np.ndarray, ub: np.ndarray) -> np.ndarray:
 
 
 def _build(notion, outputs) -> dict[int, PricingLP]:
-    return {int(k): PricingLP(notion, int(k)) for k in outputs}
+    return {int(k): PRICING_LP(notion, int(k)) for k in outputs}
 
 
 def _price_all(lps: dict, outputs, W: np.ndarray, deadline: float | None) -> list | None:
@@ -581,7 +675,7 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
               max_rounds: int = 5000, time_limit: float | None = None, verbose: bool = False,
               stabilise: float = 0.3, purge_after: int = 5, check_columns: bool = True,
               master_algorithm: str = "simplex", master_options: dict | None = None,
-              name: str = "decomposition") -> Result:
+              name: str = "decomposition", stall_gap: float = STALL_GAP) -> Result:
     """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
 
     Args:
@@ -613,14 +707,14 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
     try:
         return _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers,
                           max_rounds, time_limit, stabilise, purge_after, check_columns,
-                          master_algorithm, master_options, prog)
+                          master_algorithm, master_options, prog, float(stall_gap))
     finally:
         prog.close()
 
 
 def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, max_rounds,
                time_limit, stabilise, purge_after, check_columns, master_algorithm, master_options,
-               prog) -> Result:
+               prog, stall_gap=STALL_GAP) -> Result:
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
     C, extra, cols = _check_inputs(notion, C, extra_rows, columns)
@@ -651,6 +745,7 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
             HI[np.asarray(z, dtype=np.int64), k] = 0.0
     st = _State(master, pricer, HI, tol, abs_floor, stabilise, purge_after, int(max_rounds),
                 None if time_limit is None else t0 + time_limit, prog)
+    st.stall_gap = stall_gap
     try:
         _, upper0 = master.run()
         status = "optimal"
@@ -703,6 +798,7 @@ class _State:
         self.n_priced = 0
         self.stop = ""
         self.y = None
+        self.stall_gap = STALL_GAP
         self.reset()
 
     def reset(self) -> None:
@@ -772,11 +868,11 @@ class _State:
                 self.stop = "gap"
                 return "optimal"
             self.lowers.append(self.best_lower)
-            if (phase == 2 and gap_abs <= STALL_GAP * floor and len(self.lowers) > STALL_ROUNDS
+            if (phase == 2 and gap_abs <= self.stall_gap * floor and len(self.lowers) > STALL_ROUNDS
                     and self.best_lower - self.lowers[-1 - STALL_ROUNDS] <= 0.1 * floor):
                 # the bound has stopped moving within STALL_GAP × the floor: the pricing LPs'
                 # tolerances limit it there, and more rounds only chase round-off
-                self.stop = f"bound stalled within {STALL_GAP:g}x the tolerance"
+                self.stop = f"bound stalled within {self.stall_gap:g}x the tolerance"
                 return "optimal"
             if improving == 0 and not smoothed:  # no improving column at the master's duals: proved
                 if phase == 1:  # artificials remain and nothing prices out

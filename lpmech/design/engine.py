@@ -22,6 +22,11 @@ Result`, certified the same way whatever the path:
   solve_model`);
 * ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"decomposition"``.
 
+Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
+extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
+addition); the mechanism puts each merged class's mass on its first output. For LE's LP (8) on
+check-in data every empty cell (w_k = 0, cost column w) merges: 645 of 1,024 outputs on Gowalla NYC.
+
 Certification (:func:`certify_matrix`): the solver's matrix is clipped, its forced zeros set,
 its rows renormalised; if a notion's rows are violated (solver tolerance) each notion's exact
 ``repair`` (the max-product closure of ratio notions) and then a shift of the violating columns
@@ -147,7 +152,7 @@ def starting_columns(problem: Problem, columns=()) -> list:
     problem, their "tents" v = e^{−P(k, ·)} (P: shortest −log F paths; in the factor's cone; the
     LE mechanism's columns for d-privacy). The decomposition drops any column outside the cone of
     the whole notion."""
-    from .geoind import GeoInd, tents
+    from .geoind import GeoInd
 
     allowed = problem.allowed().astype(float)
     cols = [(int(k), np.asarray(v, float)) for k, v in columns]
@@ -155,7 +160,7 @@ def starting_columns(problem: Problem, columns=()) -> list:
     if problem.n == problem.K:
         for part in _parts(problem.notion):
             if isinstance(part, GeoInd) and part.F.any():
-                T = tents(part.F)
+                T = part.closure.T  # the tents, computed once (repair uses the same closure)
                 cols += [(k, T[:, k] * allowed[:, k]) for k in range(problem.n)]
     return cols
 
@@ -230,6 +235,8 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         opts = dict(decompose_options)
         if max_rounds is not None:
             opts["max_rounds"] = max_rounds
+        if group is not None and opts.get("start") is not None:  # original outputs -> merged ones
+            opts["start"] = np.unique(group[np.asarray(opts["start"], dtype=np.int64)])
         res = solve_outputs(problem, tol=tol, time_limit=time_limit, executor=executor,
                             workers=workers, verbose=verbose, **opts)
         raw = res.x

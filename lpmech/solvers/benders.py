@@ -32,6 +32,19 @@ block (the row sides are all that change between iterations, so the old basis is
 the re-solve is a short dual simplex), which keeps the tasks stateless: serial, process-pool and
 Dask executors return the same cuts and the same iteration count.
 
+**Lazy rows** (``Block.lazy``): rows a block may leave out until its solution violates them; they
+enter in rounds into one persistent HiGHS model (dual simplex from the current basis) and the rows
+in the model travel with the basis. The multipliers of the rows left out are 0, so the cut is the
+same Lagrangian bound, tight at ȳ. On CLR-Geo (Rome, ε = 10) a block LP of 10⁴ Geo-Ind rows
+ends with ~600 in the model, 4–8× faster.
+
+**Partial Benders** (``retain``, ``retain_after``): blocks kept whole in the master (Crainic,
+Frangioni & Gendron 2021) are never separated; after ``retain_after`` block passes without a
+certified gap every block is retained, i.e. the whole LP is solved (its Lagrangian bound certifies).
+Measured on CLR-Geo where the ties bind: retaining 2, 3 or 4 of 5 blocks leaves 149, 115, 112
+iterations (129 with none) — the cuts of a single block need ~100 passes — so retention is all or
+nothing there, for LPs small enough to solve whole.
+
 The lower bound LB is the master's optimum (non-decreasing: cuts only add rows); the upper bound UB
 is the best α·ȳ + Σ_m v_m(ȳ) over the separation points where every block was feasible
 (Prop. 4.3). Status ``optimal`` only when UB − LB ≤ ``abs_tol`` or ≤ ``rel_tol``·|UB| (a certified
@@ -71,6 +84,16 @@ class Block:
     multipliers of 1e17 and give numerically useless cuts. When the elastic optimum has no slack
     its multipliers are optimal for the block, so the cut is still tight; otherwise the plain
     duals are kept. ``None``: always the plain duals. ``options``: HiGHS options of its solves.
+
+    Structure a client may declare (elastic recourse only; both default to ``None``):
+    ``lazy`` — boolean mask of rows that may stay out of the subproblem until its solution violates
+    them (added in rounds; most rows of a Geo-Ind block are slack or 0 ≤ 0 at the optimum); the
+    multipliers of the rows left out are 0, so the cut is the same Lagrangian bound.
+    ``elastic`` — boolean mask of the rows that get elastic slack (``None``: all). Rows without
+    slack must admit a solution at every y of the master's box when the elastic rows have slack;
+    where they do not, the block falls back to slack on every row. Measured on CLR-Geo: slack on
+    every row is the better choice there (it bounds every multiplier by U; without it the Geo-Ind
+    rows' multipliers reach e^{εγ}-scale and the cuts stall at ε = 10).
     """
 
     c: np.ndarray
@@ -84,6 +107,8 @@ class Block:
     name: str = ""
     dual_bound: float | None = 1e4
     options: dict | None = None
+    lazy: np.ndarray | None = None
+    elastic: np.ndarray | None = None
     cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -95,6 +120,13 @@ class Block:
                 raise InputError(f"block {self.name!r}: {name} has shape {np.shape(arr)}, expected ({size},)")
         if self.G.shape[0] != m:
             raise InputError(f"block {self.name!r}: G has {self.G.shape[0]} rows, A has {m}")
+        for name in ("lazy", "elastic"):
+            mask = getattr(self, name)
+            if mask is not None:
+                mask = np.asarray(mask, bool)
+                if mask.shape != (m,):
+                    raise InputError(f"block {self.name!r}: {name} has shape {mask.shape}, expected ({m},)")
+                setattr(self, name, mask)
 
 
 @dataclasses.dataclass
@@ -201,79 +233,131 @@ def _basis_from_arrays(arrays, n_col: int, n_row: int):
 
 
 def _elastic_lp(block: Block) -> dict:
-    """The block with elastic slacks (+s on rows with a finite lower side, −s on rows with a finite
-    upper side; an equality row gets both), column-wise for HiGHS; cached on the block."""
+    """The block with elastic slacks, cached on the block (built once, travels with it).
+
+    Slack rows: the block's ``elastic`` rows (+s on a finite lower side, −s on a finite upper side;
+    an equality row gets both). ``A1`` = [A | S] over all rows (CSR; the cut uses all of it); the
+    slack column of a lazy row stays empty until its row enters. ``core``: the rows always in the
+    LP, ``lazy``: the rows added when violated."""
     lp = block.cache.get("elastic")
     if lp is None:
         m = block.A.shape[0]
-        up = np.flatnonzero(np.isfinite(block.row_lo))
-        dn = np.flatnonzero(np.isfinite(block.row_hi))
+        lazy = np.zeros(m, bool) if block.lazy is None else np.asarray(block.lazy, bool)
+        el = np.ones(m, bool) if block.elastic is None else np.asarray(block.elastic, bool)
+        up = np.flatnonzero(el & np.isfinite(block.row_lo))
+        dn = np.flatnonzero(el & np.isfinite(block.row_hi))
         S = sp.csr_matrix((np.r_[np.ones(up.size), -np.ones(dn.size)],
                            (np.r_[up, dn], np.arange(up.size + dn.size))), shape=(m, up.size + dn.size))
-        A1 = sp.hstack([block.A, S]).tocsc()
+        A1 = sp.hstack([block.A, S]).tocsr()
         A1.eliminate_zeros()
         A1.sort_indices()
         k = up.size + dn.size
-        lp = {"A": A1, "k": k, "start": A1.indptr.astype(np.int32), "index": A1.indices.astype(np.int32),
+        lp = {"A1": A1, "k": k, "core": np.flatnonzero(~lazy), "lazy": np.flatnonzero(lazy),
+              "slacked": np.union1d(up, dn),
               "col_lo": np.concatenate([block.col_lo, np.zeros(k)]),
               "col_hi": np.concatenate([block.col_hi, np.full(k, np.inf)])}
         block.cache["elastic"] = lp
     return lp
 
 
-def _run_highs(c, lp, lo, hi, options, basis):
-    """One lean HiGHS solve of ``lo ≤ A x ≤ hi`` over ``lp``'s matrix and column bounds."""
-    from .highs import DEFAULT_OPTIONS, _inf
+#: a lazy row enters the subproblem when the solution violates it by more than this (the HiGHS
+#: primal feasibility tolerance of the block solves)
+LAZY_TOL = 1e-9
 
-    A = lp["A"]
-    m, n = A.shape
+
+def _run_lazy(c, lp, lo, hi, options, state):
+    """Solve ``min c·x s.t. lo ≤ A1 x ≤ hi`` over the core rows plus the lazy rows the solution
+    violates, added in rounds to one persistent HiGHS model (the dual simplex goes on from its basis).
+
+    ``state``, from an earlier answer for the same block: (the lazy rows in the model, in order;
+    column and row basis statuses), the warm start. Returns (status, x, λ over all rows (0 on the
+    rows left out), new state, simplex iterations, rounds)."""
+    from .highs import DEFAULT_OPTIONS, _inf, add_rows
+
+    A1 = lp["A1"]
+    m, n = A1.shape
+    active = np.zeros(0, np.int64) if state is None else np.asarray(state[0], np.int64)
+    order = np.concatenate([lp["core"], active])
+    sub = A1[order].tocsc()
     L = highspy.HighsLp()
-    L.num_col_, L.num_row_ = n, m
+    L.num_col_, L.num_row_ = n, order.size
     L.col_cost_ = c
     L.col_lower_, L.col_upper_ = _inf(lp["col_lo"]), _inf(lp["col_hi"])
-    L.row_lower_, L.row_upper_ = _inf(lo), _inf(hi)
+    L.row_lower_, L.row_upper_ = _inf(lo[order]), _inf(hi[order])
     L.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    L.a_matrix_.num_col_, L.a_matrix_.num_row_ = n, m
-    L.a_matrix_.start_, L.a_matrix_.index_, L.a_matrix_.value_ = lp["start"], lp["index"], A.data
+    L.a_matrix_.num_col_, L.a_matrix_.num_row_ = n, order.size
+    L.a_matrix_.start_ = sub.indptr.astype(np.int32)
+    L.a_matrix_.index_ = sub.indices.astype(np.int32)
+    L.a_matrix_.value_ = sub.data
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     for key, v in {**DEFAULT_OPTIONS, **(options or {})}.items():
         h.setOptionValue(key, v)
     h.passModel(L)
-    warm = _basis_from_arrays(basis, n, m)
+    warm = None if state is None else _basis_from_arrays(state[1:], n, order.size)
     if warm is not None:
         h.setBasis(warm)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return h.modelStatusToString(h.getModelStatus()), None, None, None, 0
+    in_model = np.zeros(m, bool)
+    in_model[order] = True
+    lazy = lp["lazy"]
+    A_lazy = A1[lazy] if lazy.size else None
+    iters = rounds = 0
+    while True:
+        h.run()
+        rounds += 1
+        iters += int(h.getInfo().simplex_iteration_count)
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return h.modelStatusToString(h.getModelStatus()), None, None, None, iters, rounds
+        x = np.array(h.getSolution().col_value)
+        if A_lazy is None:
+            break
+        act = A_lazy @ x
+        viol = np.maximum(act - hi[lazy], lo[lazy] - act)
+        new = lazy[(viol > LAZY_TOL) & ~in_model[lazy]]
+        if new.size == 0:
+            break
+        in_model[new] = True
+        order = np.concatenate([order, new])
+        add_rows(h, A1[new], lo[new], hi[new])
     sol = h.getSolution()
     if not sol.dual_valid:
-        return "no duals", None, None, None, 0
-    return ("optimal", np.array(sol.col_value), np.array(sol.row_dual), _basis_to_arrays(h.getBasis()),
-            int(h.getInfo().simplex_iteration_count))
+        return "no duals", None, None, None, iters, rounds
+    lam = np.zeros(m)
+    lam[order] = np.array(sol.row_dual)
+    basis = _basis_to_arrays(h.getBasis())
+    new_state = None if basis is None else (order[lp["core"].size:].copy(), *basis)
+    return "optimal", x, lam, new_state, iters, rounds
 
 
 def _solve_elastic(block: Block, y: np.ndarray, penalty: float, basis=None) -> dict:
-    """Subproblem (84) with complete recourse: min c·x + U·Σ s over the elastic rows."""
+    """Subproblem (84) with complete recourse: min c·x + U·Σ s over the elastic rows (lazy rows
+    added when violated). When the LP with slack on the ``elastic`` rows only is infeasible (those
+    rows do not give complete recourse at this y), every row gets a slack and the solve repeats."""
     t0 = time.perf_counter()
     shift = block.G @ y
     lo, hi = block.row_lo - shift, block.row_hi - shift
     n = block.A.shape[1]
     lp = _elastic_lp(block)
     c1 = np.concatenate([block.c, np.full(lp["k"], float(penalty))])
-    status, x1, lam, new_basis, iters = _run_highs(c1, lp, lo, hi, block.options, basis)
+    status, x1, lam, state, iters, rounds = _run_lazy(c1, lp, lo, hi, block.options, basis)
     if status != "optimal" and basis is not None:  # a stale basis in numerical trouble: cold
-        status, x1, lam, new_basis, iters = _run_highs(c1, lp, lo, hi, block.options, None)
+        status, x1, lam, state, iters, rounds = _run_lazy(c1, lp, lo, hi, block.options, None)
+    if status != "optimal" and (block.elastic is not None or block.lazy is not None):
+        full = dataclasses.replace(block, elastic=None, lazy=None, cache={})
+        out = _solve_elastic(full, y, penalty, None)
+        out["basis"] = None
+        return out
     if status != "optimal":
         return {"kind": "error", "status": "elastic " + status}
-    lam = np.clip(lam, -penalty, penalty)
-    const, coef = affine_cut(c1, lp["A"], block.G, block.row_lo, block.row_hi, lp["col_lo"], lp["col_hi"],
+    slacked = lp["slacked"]  # the rows with slack: their multipliers lie in [−U, U] (round-off aside)
+    lam[slacked] = np.clip(lam[slacked], -penalty, penalty)
+    const, coef = affine_cut(c1, lp["A1"], block.G, block.row_lo, block.row_hi, lp["col_lo"], lp["col_hi"],
                              lam)
     x = x1[:n]
     slack = float(np.abs(x1[n:]).max(initial=0.0))
     return {"kind": "optimality", "value": float(c1 @ x1), "cost": float(block.c @ x), "slack": slack,
-            "x": x, "const": const, "coef": coef, "basis": new_basis, "simplex_iterations": iters,
-            "time_s": time.perf_counter() - t0}
+            "x": x, "const": const, "coef": coef, "basis": state, "simplex_iterations": iters,
+            "lazy_rounds": rounds, "time_s": time.perf_counter() - t0}
 
 
 def solve_block(block: Block, y: np.ndarray, penalty: float | None = None, basis=None) -> dict:
@@ -331,9 +415,13 @@ def solve_block(block: Block, y: np.ndarray, penalty: float | None = None, basis
 
 
 class _Master:
-    """The master LP (80)–(82) in a persistent HiGHS object; cuts are appended with addRows."""
+    """The master LP (80)–(82) in a persistent HiGHS object; cuts are appended with addRows.
 
-    def __init__(self, problem: BendersProblem):
+    ``retain``: indices of blocks kept whole in the master (partial Benders decomposition, Crainic,
+    Frangioni & Gendron 2021): their columns x_m and rows A_m x_m + G_m y join the master, w_m
+    equals their cost, and they are never separated."""
+
+    def __init__(self, problem: BendersProblem, retain=()):
         ny, M = problem.n_y, len(problem.blocks)
         self.ny, self.M = ny, M
         lp = highspy.HighsLp()
@@ -358,8 +446,38 @@ class _Master:
             self.h.setOptionValue(k, v)
         self.h.passModel(lp)
         self.n_cuts = 0
+        self.blocks = problem.blocks
+        self.x_slices: dict = {}
+        self.x_retained: dict = {}
+        self.n_col = ny + M
         for m, coef, const in problem.initial_cuts:
             self.add_cut(np.asarray(coef, float), int(m), float(const))
+        self.retain(retain)
+
+    def retain(self, ms) -> None:
+        """Keep blocks ``ms`` whole in the master: columns x_m (cost 0), rows G_m y + A_m x_m and
+        w_m − c_m·x_m = 0 (so w_m is the block's cost and its earlier cuts stay valid)."""
+        inf = highspy.kHighsInf
+        for m in sorted(int(m) for m in ms):
+            if m in self.x_slices:
+                continue
+            b = self.blocks[m]
+            n = b.A.shape[1]
+            self.h.addCols(n, np.zeros(n), np.nan_to_num(b.col_lo, neginf=-inf),
+                           np.nan_to_num(b.col_hi, posinf=inf), 0, np.array([], np.int32),
+                           np.array([], np.int32), np.array([], float))
+            rows = sp.vstack([
+                sp.hstack([b.G, sp.csr_matrix((b.A.shape[0], self.n_col - self.ny)), b.A]),
+                sp.hstack([sp.csr_matrix((1, self.ny + m)), sp.csr_matrix(([1.0], ([0], [0])), shape=(1, 1)),
+                           sp.csr_matrix((1, self.n_col - self.ny - m - 1)),
+                           sp.csr_matrix(-np.asarray(b.c, float)[None, :])])]).tocsr()
+            rows.eliminate_zeros()
+            lo = np.r_[np.nan_to_num(b.row_lo, neginf=-inf), 0.0]
+            hi = np.r_[np.nan_to_num(b.row_hi, posinf=inf), 0.0]
+            self.h.addRows(rows.shape[0], lo, hi, rows.nnz, rows.indptr[:-1].astype(np.int32),
+                           rows.indices.astype(np.int32), rows.data)
+            self.x_slices[m] = slice(self.n_col, self.n_col + n)
+            self.n_col += n
 
     def add_cut(self, coef_y: np.ndarray, m: int | None, const: float) -> None:
         """Add ``coef_y·y − w_m ≤ −const`` (optimality, m given) or ``coef_y·y ≤ −const``."""
@@ -388,7 +506,9 @@ class _Master:
         if status != highspy.HighsModelStatus.kOptimal:
             return self.h.modelStatusToString(status), None, None, None
         x = np.array(self.h.getSolution().col_value)
-        return "optimal", float(self.h.getInfo().objective_function_value), x[:self.ny], x[self.ny:]
+        self.x_retained = {m: x[sl] for m, sl in self.x_slices.items()}
+        return ("optimal", float(self.h.getInfo().objective_function_value), x[:self.ny],
+                x[self.ny:self.ny + self.M])
 
 
 # ---------------------------------------------------------------------------------------- driver
@@ -408,7 +528,16 @@ def map_blocks(executor, fn, blocks, *args) -> list:
 
 
 def solve_block_alone(block: Block) -> float | None:
-    """The block's own optimum with y = 0 and G dropped (its rows as given): a value or None."""
+    """The block's own optimum with y = 0 and G dropped (its rows as given): a value or None.
+
+    A block with ``lazy`` rows is solved with them added when violated and elastic slack priced
+    at 1e4·max(1, max|c|); its value is then the Lagrangian bound of that solve (a certified lower
+    bound) when no slack is left, else the plain LP decides."""
+    if block.lazy is not None:
+        U = 1e4 * max(1.0, float(np.abs(block.c).max(initial=0.0)))
+        out = _solve_elastic(block, np.zeros(block.G.shape[1]), U)
+        if out["kind"] == "optimality" and out["slack"] <= 1e-9:
+            return min(out["const"], out["value"])
     res = solve_lp(block.c, block.A, block.row_lo, block.row_hi, block.col_lo, block.col_hi,
                    options=block.options)
     if res.status != "optimal":
@@ -433,8 +562,8 @@ MAX_PENALTY = 1e4
 def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.01,
                   rel_tol: float = 1e-6, max_iter: int = 100, time_limit: float | None = None,
                   opt_tol: float = 1e-9, stabilise: float = 0.5, recourse: str = "elastic",
-                  penalty: float = 10.0, slack_tol: float = 1e-9, y_start=None, verbose: bool = False,
-                  name: str = "Benders") -> Result:
+                  penalty: float = 10.0, slack_tol: float = 1e-9, y_start=None, retain=None,
+                  retain_after: int | None = None, verbose: bool = False, name: str = "Benders") -> Result:
     """Run Benders' decomposition on ``problem``; return a :class:`Result` with the trace.
 
     Args:
@@ -453,6 +582,13 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
         slack_tol: largest row slack of a point for it to count as feasible (elastic recourse; the
             rows then hold within the LP tolerance, like any LP solution).
         y_start: a first separation point and stabilisation centre (e.g. from a relaxation).
+        retain: indices of blocks kept whole in the master (partial Benders decomposition): the
+            master then sees their real cost and rows, only the other blocks are separated, and
+            the upper bound is taken at the master's ȳ (no in-out point, no ``y_start``). All
+            blocks retained: the master is the monolithic LP and the first iteration certifies.
+        retain_after: after this many block passes without a certified gap, every block is retained
+            (the next master is the whole LP plus the cuts so far, and certifies). ``None``: never.
+            For problems whose monolithic LP is cheap and whose cuts converge slowly.
         verbose: log a line per iteration (LB, UB, gap) via :class:`lpmech.progress.Progress`.
 
     ``Result.x`` = [y, x_1, …, x_M] of the best feasible point; ``optimality`` has UB as objective
@@ -477,8 +613,12 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
     scale = np.array([max(1.0, float(np.abs(b.c).max(initial=0.0))) for b in problem.blocks])
     factor = float(penalty)
     t0 = time.perf_counter()
-    master = _Master(problem)
     M = len(problem.blocks)
+    retain = sorted({int(m) for m in (retain if retain is not None else ())})
+    if retain and not (0 <= retain[0] and retain[-1] < M):
+        raise InputError(f"retain holds block indices 0..{M - 1}, got {retain}")
+    master = _Master(problem, retain)
+    sep = [m for m in range(M) if m not in set(retain)]
     if elastic:  # build the elastic matrices once, here: they travel with the blocks to any executor
         for b in problem.blocks:
             _elastic_lp(b)
@@ -494,7 +634,7 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
 
     prog = Progress(name, verbose=verbose, unit="iteration", logger=log)
     try:
-        for it in range(1, int(max_iter) + 1):
+        def solve_master(it):
             mstatus, mobj, ybar, wbar = master.solve()
             if mstatus != "optimal":
                 if mstatus == "Infeasible":
@@ -502,7 +642,41 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                     raise InfeasibleError("Benders master is infeasible: no y admits feasible "
                                           "subproblems (the whole LP is infeasible)", result=res)
                 raise SolverError(f"Benders master ended with status {mstatus!r}")
+            return mobj, ybar, wbar
+
+        for it in range(1, int(max_iter) + 1):
+            mobj, ybar, wbar = solve_master(it)
             lb = max(lb, mobj)
+            if not closed(ub, lb) and retain_after is not None and it > retain_after and sep:
+                # the cuts converge slowly: every block joins the master, which is then the whole
+                # LP (the cuts so far are implied by it and left out: measured, HiGHS solves the LP
+                # without them faster); its certified bound and optimum close the gap
+                prog.note("retaining all %d blocks in the master after %d block passes", M, it - 1)
+                whole = solve_lp(*problem.as_lp(), time_limit=None if time_limit is None else
+                                 max(1e-3, time_limit - (time.perf_counter() - t0)))
+                if whole.status == "infeasible":
+                    res = Result(status="infeasible", stats={"iterations": it, "trace": trace})
+                    raise InfeasibleError("the whole LP is infeasible", result=res)
+                if whole.status not in ("optimal", "time_limit") or whole.x is None:
+                    raise SolverError(f"Benders: the whole LP ended with status {whole.status!r}")
+                retain, sep = list(range(M)), []
+                if whole.bound is not None:
+                    lb = max(lb, float(whole.bound))
+                y_w, xs_w = problem.split(whole.x)
+                vals = [float(b.c @ x) for b, x in zip(problem.blocks, xs_w)]
+                value = float(problem.alpha @ y_w) + sum(vals)
+                if value < ub:
+                    ub, best = value, (y_w, xs_w, vals)
+                trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": ub - lb,
+                              "feasibility_cuts": 0, "optimality_cuts": 0, "retained": M,
+                              "penalty": factor if elastic else None,
+                              "recourse": "elastic" if elastic else "farkas",
+                              "time_s": time.perf_counter() - t0})
+                prog.update(lower=lb, upper=ub, gap=ub - lb, cuts=0)
+                status = "optimal" if closed(ub, lb) else whole.status
+                if status == "optimal" or whole.status == "time_limit":
+                    break
+                raise SolverError(f"Benders: the whole LP's bound {lb!r} does not meet its value {ub!r}")
             if closed(ub, lb):  # the new lower bound meets the incumbent: no block pass needed
                 trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": ub - lb,
                               "feasibility_cuts": 0, "optimality_cuts": 0,
@@ -513,7 +687,9 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 status = "optimal"
                 break
             U = factor * scale if elastic else [None] * M
-            if it == 1 and y_start is not None:
+            if retain:
+                points = [ybar]
+            elif it == 1 and y_start is not None:
                 points = [np.clip(np.asarray(y_start, float), problem.y_lo, problem.y_hi), ybar]
             elif center is None or stabilise <= 0:
                 points = [ybar]
@@ -525,10 +701,11 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
             pen_at_bar = None
             for y_eval in points:
                 outs = map_tasks(executor, solve_block,
-                                 [(b, y_eval, U[m], bases[m]) for m, b in enumerate(problem.blocks)])
-                feasible, total, pen, cut_off = True, float(problem.alpha @ y_eval), \
-                    float(problem.alpha @ y_eval), False
-                for m, out in enumerate(outs):
+                                 [(problem.blocks[m], y_eval, U[m], bases[m]) for m in sep])
+                kept = sum(float(problem.blocks[m].c @ master.x_retained[m]) for m in retain)
+                feasible, total, pen, cut_off = True, float(problem.alpha @ y_eval) + kept, \
+                    float(problem.alpha @ y_eval) + kept, False
+                for m, out in zip(sep, outs):
                     if out["kind"] == "error":
                         raise SolverError(f"Benders block {m}: subproblem ended with {out['status']!r}")
                     if out.get("basis") is not None:
@@ -554,7 +731,12 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                     pen_best, center = pen, y_eval.copy()
                 if feasible and total < ub:
                     ub = total
-                    best = (y_eval.copy(), [o["x"] for o in outs], [o["value"] for o in outs])
+                    by_block = dict(zip(sep, outs))
+                    xs = [master.x_retained[m] if m in master.x_retained else by_block[m]["x"]
+                          for m in range(M)]
+                    vals = [float(problem.blocks[m].c @ xs[m]) if m in master.x_retained
+                            else by_block[m]["value"] for m in range(M)]
+                    best = (y_eval.copy(), xs, vals)
                 if cut_off and len(points) == 2 and y_eval is not ybar and center is not None \
                         and not (it == 1 and y_start is not None):
                     break
@@ -591,7 +773,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
              "upper_bound": ub, "cuts": master.n_cuts, "trace": trace, "time_s": elapsed,
              "executor": "serial" if executor == "serial" else type(executor).__name__,
              "abs_tol": abs_tol, "rel_tol": rel_tol, "max_iter": int(max_iter),
-             "penalty_final": factor if elastic else None, "penalty_raises": n_raise}
+             "penalty_final": factor if elastic else None, "penalty_raises": n_raise,
+             "retained_blocks": len(retain)}
     if time_limit is not None:
         stats["time_limit"] = time_limit
     if best is None:

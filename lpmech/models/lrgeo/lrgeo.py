@@ -37,6 +37,7 @@ from ...solvers.benders import (
     Block,
     make_executor,
     map_blocks,
+    map_tasks,
     solve_benders,
     solve_block_alone,
 )
@@ -56,6 +57,13 @@ _COSTS = ("upper", "true", "lower")
 #: 0.240 where 0.0129 is feasible within 1e-9 (and is what the monolithic LP finds); without
 #: presolve the block LPs agree with the monolithic LP.
 BLOCK_OPTIONS = {"presolve": "off"}
+#: ``retain_after="auto"``: below this many nonzeros in the CLR-Geo LP, every block joins the Benders
+#: master after RETAIN_AFTER block passes without a certified gap. Measured (issue 13): 8×8 sweep
+#: cells, 5 users (≈ 3·10⁴ nonzeros) and Rome with 10 users (≈ 1.3·10⁵ where the ties bind) solve
+#: whole in 0.1–3 s, while cuts alone need 80–200 iterations there; at the paper's parameters
+#: Benders certifies in two iterations and never retains.
+RETAIN_NNZ = 1_500_000
+RETAIN_AFTER = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,10 +146,16 @@ class LRGeoParams:
 
 
 def travel_error(travel_cost, targets, rows, cols, *, chunk: int = 2_000_000) -> np.ndarray:
-    """E_l |tc(v_i, v_l) − tc(v_k, v_l)| for i in ``rows``, k in ``cols`` (eqs. (3)–(5) without p_i)."""
+    """E_l |tc(v_i, v_l) − tc(v_k, v_l)| for i in ``rows``, k in ``cols`` (eqs. (3)–(5) without p_i):
+    a target-weighted L1 distance between rows of tc (scipy's cdist, no rows×cols×targets array)."""
+    from scipy.spatial.distance import cdist
+
     tc = np.asarray(travel_cost, float)
     rows, cols = np.asarray(rows, int), np.asarray(cols, int)
     lsel = np.flatnonzero(targets)
+    if rows.size and cols.size and lsel.size:
+        return cdist(tc[np.ix_(rows, lsel)], tc[np.ix_(cols, lsel)], "minkowski", p=1,
+                     w=np.asarray(targets, float)[lsel])
     out = np.zeros((rows.size, cols.size))
     step = max(1, chunk // max(1, rows.size * cols.size))
     for s in range(0, lsel.size, step):
@@ -408,11 +422,35 @@ def _user_block(u: UserLR, C: np.ndarray, y_index: np.ndarray, exponential: bool
     G = sp.csr_matrix((G_v, (G_r, G_c)), shape=(rows, ny))
     block = Block(c=C[xmask], A=A, G=G, row_lo=np.r_[np.full(R, -np.inf), np.ones(n)],
                   row_hi=np.r_[np.zeros(R), np.ones(n)], col_lo=np.zeros(nx), col_hi=np.ones(nx),
-                  w_lower=0.0, name=f"user {u.user}", options=dict(BLOCK_OPTIONS))
+                  w_lower=0.0, name=f"user {u.user}", options=dict(BLOCK_OPTIONS),
+                  lazy=np.r_[np.ones(R, bool), np.zeros(n, bool)])
     alpha = np.zeros(ny)
     np.add.at(alpha, ycol[gk], C[gi, gk] * u.a[gi, gk])
     unit_y = sp.csr_matrix((u.a[gi, gk], (gi, ycol[gk])), shape=(n, ny))
+    if exponential and opos.size and P:
+        unit_y = unit_y + _implied_mass(u, xmask, ycol, ny)
     return block, alpha, unit_y, xmask
+
+
+def _implied_mass(u: UserLR, xmask, ycol, ny: int) -> sp.csr_matrix:
+    """Lower bounds of the free entries by the ties, for the master's unit rows (valid rows on y).
+
+    Along a path of Geo-Ind pairs i → … → j of the user's LR set (rows (15) chained, Thm 3.2),
+    z_jk ≥ e^{−ε D_ij} z_ik, and z_ik = a_ik y_k when (i, k) is tied; so every free entry (j, k),
+    k ∈ 𝒪_m, holds at least L_jk y_k with L_jk = max_{tied i} e^{−ε D_ij} a_ik, and row j's unit
+    measure (16) gives Σ_tied a_jk y_k + Σ_free L_jk y_k ≤ 1 — a valid row on y alone that keeps
+    the master's ȳ where every block is feasible (the plain Σ_tied a_jk y_k ≤ 1 leaves room for ȳ
+    that force the free entries above 1 in total)."""
+    n = u.n
+    w = -np.log(u.factor)  # ε·d of each Geo-Ind pair
+    g = sp.csr_matrix((np.maximum(w, 1e-300), (u.pair_i, u.pair_j)), shape=(n, n))
+    E = np.exp(-dijkstra(g, directed=True))  # e^{−ε D_ij}, 0 where no path
+    opos = np.flatnonzero(u.in_O)
+    tied = np.where(~xmask[:, opos], u.a[:, opos], 0.0)  # a_ik on tied entries, columns in 𝒪_m
+    L = (E.T[:, :, None] * tied[None, :, :]).max(axis=1)  # L[j, t] = max_i E[i, j]·a_it (tied)
+    L = np.where(xmask[:, opos], L, 0.0)
+    jj, tt = np.nonzero(L > 0)
+    return sp.csr_matrix((L[jj, tt], (jj, ycol[opos[tt]])), shape=(n, ny))
 
 
 @dataclasses.dataclass
@@ -556,23 +594,28 @@ def pyomo_matrices(model, structure: LRStructure) -> list[np.ndarray]:
 # ------------------------------------------------------------------------------------- solve
 
 
-def certify_users(structure: LRStructure, mats, name: str = "LR-Geo"):
+def _certify_one(Z, metric, epsilon, gamma):
+    return clean_and_certify(Z, metric, epsilon, gamma)
+
+
+def certify_users(structure: LRStructure, mats, name: str = "LR-Geo", executor="serial"):
     """Clean and certify each user's matrix on its LR set (ε, γ); then measure the cross-user
     Geo-Ind violations of all rows together: GV ratio (32) and GVE (33) over all pairs of rows
     (of any users) with d ≤ γ, and the same over pairs of distinct places (keys ``*_distinct``).
-    Returns (cleaned matrices, per-user certificates, cross dict).
+    Returns (cleaned matrices, per-user certificates, cross dict). The users' certifications are
+    independent and run on ``executor`` (an Executor or ``"serial"``).
     """
     P = structure.params
     clean, certs = [], []
-    for u, Z in zip(structure.users, mats):
-        z, cert = clean_and_certify(Z, structure.metric[np.ix_(u.N, u.N)], P.epsilon, P.gamma)
+    done = map_tasks(executor, _certify_one, [(Z, structure.metric[np.ix_(u.N, u.N)], P.epsilon, P.gamma)
+                                              for u, Z in zip(structure.users, mats)])
+    for u, (z, cert) in zip(structure.users, done):
         require_certified(cert, f"{name} user at location {u.user}", "the LR-OMG solve is not trustworthy")
         clean.append(z)
         certs.append(cert)
     rows = np.concatenate([u.N for u in structure.users])
     dd = structure.metric[np.ix_(rows, rows)]
-    cross = geo_ind_violations(np.vstack(clean), dd, P.epsilon, P.gamma)
-    distinct = geo_ind_violations(np.vstack(clean), dd, P.epsilon, P.gamma, distinct=True)
+    cross, distinct = _violations(np.vstack(clean), dd, P.epsilon, P.gamma)
     cross.update({f"{k}_distinct": v for k, v in distinct.items()})
     return clean, certs, cross
 
@@ -585,37 +628,73 @@ def geo_ind_violations(Z, d, epsilon: float, gamma: float, *, tol: float = 1e-12
     :func:`lpmech.mechanism.certify`). ``distinct``: only pairs of different places (d_ij > 0),
     leaving out the same location appearing in two users' LR sets (the paper's Prop. 4.6 assumes
     disjoint LR sets)."""
+    if tol < 0:
+        raise InputError(f"tol must be non-negative, got {tol!r}")
+    every, only_distinct = _violations(Z, d, epsilon, gamma, tol=tol)
+    return only_distinct if distinct else every
+
+
+def _violations(Z, d, epsilon: float, gamma: float, *, tol: float = 1e-12, chunk: int = 1 << 22):
+    """:func:`geo_ind_violations` over all pairs and over distinct places, in one sweep.
+
+    Only the positive entries of the row z_i can violate z_ik − e^{ε d_ij} z_jk ≤ tol (tol ≥ 0),
+    so the sweep runs over the nonzeros of Z (each user's rows live on its obfuscation range)."""
+    Z = np.asarray(Z, float)
     mask = d <= gamma
     np.fill_diagonal(mask, False)
-    if distinct:
-        mask &= d > 0
     i, j = np.nonzero(mask)
-    bad = n = 0
-    total, worst = 0.0, 0.0
-    for s0 in range(0, i.size, 4096):
-        a, b = i[s0:s0 + 4096], j[s0:s0 + 4096]
+    far = d[i, j] > 0
+    nzr, nzc = np.nonzero(Z > 0)
+    start = np.searchsorted(nzr, np.arange(Z.shape[0] + 1))
+    count = np.diff(start)[i]
+    bad = np.zeros(2, np.int64)
+    total, worst = np.zeros(2), np.zeros(2)
+    p0 = 0
+    cum = np.cumsum(count)
+    while p0 < i.size:
+        p1 = max(p0 + 1, int(np.searchsorted(cum, (cum[p0 - 1] if p0 else 0) + chunk)))
+        a, b, cnt = i[p0:p1], j[p0:p1], count[p0:p1]
+        rep_pair = np.repeat(np.arange(a.size), cnt)
+        offs = np.arange(rep_pair.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        cols = nzc[start[a][rep_pair] + offs]
         with np.errstate(over="ignore", invalid="ignore"):
-            v = Z[a] - np.nan_to_num(np.exp(epsilon * d[a, b])[:, None] * Z[b], nan=0.0)
+            far_part = np.exp(epsilon * d[a, b])[rep_pair] * Z[b[rep_pair], cols]
+            v = Z[a[rep_pair], cols] - np.nan_to_num(far_part, nan=0.0)
         hit = v > tol
-        bad += int(hit.sum())
-        total += float(v[hit].sum())
-        worst = max(worst, float(v.max(initial=0.0)))
-        n += v.size
-    return {"gv_ratio": bad / n if n else 0.0, "gve_mean": total / bad if bad else 0.0,
-            "gve_max": worst, "pairs": n}
+        fr = far[p0:p1][rep_pair]
+        for s_, sel in enumerate((np.ones_like(hit), fr)):
+            h = hit & sel
+            bad[s_] += int(h.sum())
+            total[s_] += float(v[h].sum())
+            worst[s_] = max(worst[s_], float(v[sel].max(initial=0.0)))
+        p0 = p1
+    out = []
+    for s_, n_pairs in enumerate((i.size, int(far.sum()))):
+        n = n_pairs * Z.shape[1]
+        out.append({"gv_ratio": bad[s_] / n if n else 0.0,
+                    "gve_mean": total[s_] / bad[s_] if bad[s_] else 0.0, "gve_max": worst[s_], "pairs": n})
+    return out[0], out[1]
 
 
 def own_row_cost(structure: LRStructure, mats) -> np.ndarray:
     """Per user: the expected travel-cost error Σ_k z_mk E_l δ(v_m, v_k, v_l) of the row it uses (km)."""
-    users = [u.user for u in structure.users]
-    L = travel_error(structure.travel_cost, structure.targets, users, np.arange(structure.K))
-    return np.array([float(L[m] @ Z[0]) for m, Z in enumerate(mats)])
+    out = []
+    for u, Z in zip(structure.users, mats):
+        row = np.asarray(Z[0], float)
+        if not row[np.setdiff1d(np.arange(row.size), u.cols)].any() and u.p[0] > 0:
+            # the row lives on the user's columns: E_l δ(v_m, v_k, v_l) is c_mk / p_m there (5)
+            out.append(float(u.cost["true"][0] @ row[u.cols]) / float(u.p[0]))
+        else:
+            L = travel_error(structure.travel_cost, structure.targets, [u.user], np.arange(structure.K))
+            out.append(float(L[0] @ row))
+    return np.array(out)
 
 
 def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "benders",
           executor=None, abs_tol: float = 0.01, rel_tol: float = 1e-6, max_iter: int = 100,
           time_limit: float | None = None, relaxed_bound: bool = True, targets=None, prior=None,
-          rng: np.random.Generator | None = None, recourse: str = "elastic", verbose: bool = False) -> Result:
+          rng: np.random.Generator | None = None, recourse: str = "elastic", retain_after="auto",
+          verbose: bool = False) -> Result:
     """LR-Geo for ``users`` on ``grid``: CLR-Geo by Benders (or ``method="monolithic"``), certified.
 
     Returns a :class:`Result` whose mechanism stacks the users' matrices (rows 𝒩_1, then 𝒩_2, …;
@@ -631,6 +710,11 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     :class:`~lpmech.errors.TimeLimitError` (``err.result`` holds the best certified point, if any).
     ``recourse``: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (the paper's
     feasibility cuts), see :mod:`lpmech.solvers.benders`. ``verbose``: a log line per iteration.
+    ``retain_after``: Benders iterations after which every user's block joins the master (partial
+    Benders with full retention: the next master is the whole CLR-Geo LP plus the cuts, and
+    certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` block passes when the
+    CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP solves in seconds while
+    the cuts need 80–200 iterations where the ties bind, issue 13), else never.
     """
     t0 = time.perf_counter()
     P = params
@@ -638,14 +722,14 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     executor, owned = make_executor(executor, len(structure.users))
     try:
         return _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit,
-                      relaxed_bound, t0, recourse=recourse, verbose=verbose)
+                      relaxed_bound, t0, recourse=recourse, verbose=verbose, retain_after=retain_after)
     finally:
         if owned:
             executor.shutdown()
 
 
 def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, relaxed_bound, t0, *,
-           recourse="elastic", verbose=False):
+           recourse="elastic", verbose=False, retain_after="auto"):
     P = structure.params
     # no relaxed initial cuts for Benders: measured, they save one iteration at the paper's
     # parameters but cost a whole pass of M block solves (the first master's ȳ = 0 already gives
@@ -656,9 +740,17 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
              structure.K, [u.n for u in structure.users], [u.O.size for u in structure.users],
              clr.y_index.size, P.choices())
     if method == "benders":
+        nnz = sum(b.A.nnz + b.G.nnz for b in clr.problem.blocks)
+        if retain_after == "auto":
+            retain_after = RETAIN_AFTER if nnz <= RETAIN_NNZ else None
+        elif retain_after is not None and not (isinstance(retain_after, (int, np.integer))
+                                               and retain_after >= 1):
+            raise InputError(f"retain_after must be a positive integer, None or 'auto', got {retain_after!r}")
         res = solve_benders(clr.problem, executor=executor, abs_tol=abs_tol, rel_tol=rel_tol,
                             max_iter=max_iter, time_limit=time_limit, recourse=recourse, verbose=verbose,
+                            retain_after=retain_after,
                             name=f"CLR-Geo Benders ({len(structure.users)} users)")
+        res.stats.update(retain_after=retain_after, lp_nonzeros=nnz)
         if res.x is None:
             raise_for_status(res, "CLR-Geo (Benders)")
     elif method == "monolithic":
@@ -668,7 +760,7 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
     else:
         raise InputError(f"unknown method {method!r}: use 'benders' or 'monolithic'")
     y, xs = clr.problem.split(res.x)
-    mats, certs, cross = certify_users(structure, clr.matrices(y, xs))
+    mats, certs, cross = certify_users(structure, clr.matrices(y, xs), executor=executor)
     worst = max(certs, key=lambda c: c.realized_epsilon)
     cert = PrivacyCertificate(**{**worst.to_dict(), "n_constraints": sum(c.n_constraints for c in certs)})
     stacked = np.vstack(mats)

@@ -182,7 +182,8 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
         time_limit: seconds for the solver.
         max_loss: optional utility requirement, expected loss ≤ max_loss (full method only).
         delta: spanner dilation (method ``"spanner"``).
-        reduce: leave out implied rows (:func:`implied_pairs`); the optimum does not change.
+        reduce: leave out implied rows (:func:`implied_pairs`, O(K³) work); the optimum does not
+            change. The decomposition generates its rows lazily and skips it.
         merge: merge locations closer than double precision can tell apart
             (d ≤ :data:`~lpmech.quotient.QUOTIENT_RTOL`·max d) into one location of the quotient
             instance, solve that with ``method`` and expand the mechanism (:mod:`lpmech.quotient`);
@@ -232,13 +233,14 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
     else:
         from . import omg_large
 
-        F = factor_matrix(instance, eps, reduce=reduce)
         t_build = time.perf_counter() - t0
         if chosen == "cutting-plane":
+            F = factor_matrix(instance, eps, reduce=reduce)
+            t_build = time.perf_counter() - t0
             res = omg_large.solve_cutting_plane(instance, eps, F=F, algorithm=algorithm,
                                                 time_limit=time_limit, verbose=verbose)
-        elif chosen == "decomposition":
-            res = omg_large.solve_decomposition(instance, eps, F=F, time_limit=time_limit,
+        elif chosen == "decomposition":  # its rows are lazy: no row reduction up front (O(K³))
+            res = omg_large.solve_decomposition(instance, eps, time_limit=time_limit,
                                                 verbose=verbose)
         else:
             res = omg_large.solve_spanner(instance, eps, delta=delta, time_limit=time_limit,
