@@ -84,4 +84,4 @@ def test_exact_refuses_families_without_exact_pricing():
     from lpmech.errors import InputError
 
     with pytest.raises(InputError, match="exact"):
-        lip.solve([0.2, 0.3, 0.5], 1.0, method="exact", notion="ldp")
+        lip.solve([0.2, 0.3, 0.5], 1.0, method="exact", notion="ldp", task="hist")
