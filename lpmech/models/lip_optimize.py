@@ -788,8 +788,7 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         MSE ≥ E‖V‖² − (δ⁺ − Σ_x y_x + Σ_{x: P_x = 0} y_x⁺) / μ,
 
     and the loop stops when the master's MSE is within ``gap_tol`` (relative to the MSE; absolute
-    ``abs_tol``, default 1e-9·E‖V‖², for an MSE near 0) of the best bound. Duals are smoothed
-    towards the best-bound duals (Wentges) except in a round after one that did not move the master.
+    ``abs_tol``, default 1e-9·E‖V‖², for an MSE near 0) of the best bound.
     Returns ``(Q, mse_bound, info)`` with ``info["stop"]`` one of ``"optimal"``, ``"time_limit"``,
     ``"iteration_limit"``, ``"feasible"`` (the pricing's node cap left the gap open).
     """
@@ -810,7 +809,6 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
     off = P == 0
     if abs_tol is None:
         abs_tol = 1e-9 * max(m2, 1e-300)
-    prev = math.inf
 
     def bound_at(y, delta):  # the Lagrangian bound on the MSE at duals (y, μ = 1)
         return m2 - (max(delta, 0.0) - float(y.sum()) + float(np.maximum(y[off], 0).sum()))
@@ -824,9 +822,7 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         btol = 0.05 * gap_tol * scale  # the bound may lose 5 % of the gap target
         # Wentges smoothing: price at a point between the best-bound duals and the master's duals;
         # the bound is valid at any duals, a column is kept only if it improves the master
-        stalled = prev - mse <= tol
-        prev = mse
-        ys = y if center is None or stalled else smoothing * center + (1 - smoothing) * y
+        ys = y if center is None else smoothing * center + (1 - smoothing) * y
         cheap = rounds % exact_every != 0  # a capped pricing between exact ones: columns fast
         delta, new = pricing(ys, 1.0, tol, btol, cheap)
         lb = bound_at(ys, delta)
