@@ -136,7 +136,8 @@ def cmd_lip(args) -> int:
            "time_s": st.get("time_s"), **info, "method": st.get("method"), "d": st.get("d"),
            "closed_form": st.get("closed_form"), "matrix": res.mechanism.matrix.tolist()}
     if args.mode == "paper" and not st["paper_feasible"]:
-        print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-LIP (realised "
+        print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-{info['notion'].upper()} "
+              "(realised "
               f"epsilon {res.certificate.realized_epsilon:.6g}); use --mode verified", file=sys.stderr)
     if args.json:
         print_json(out)
@@ -153,7 +154,8 @@ def _report(out: dict) -> None:
     if out["objective_kind"] != "mse":
         print(f"  expected {out['objective_kind']:<8} {out['objective']:.10g}")
     if out["mse"] is not None:
-        print(f"  per-user MSE      {out['mse']:.10g}  (MMSE estimator)")
+        what = "MSE of the sum S" if out["notion"] == "cip" else "per-user MSE    "
+        print(f"  {what}  {out['mse']:.10g}  (MMSE estimator)")
     if out["bound"] is not None:
         print(f"  lower bound       {out['bound']:.10g}  (gap {out['gap']:.3g})")
     print(f"  realised epsilon  {out['realized_epsilon']:.10g}")
