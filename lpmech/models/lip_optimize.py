@@ -777,7 +777,7 @@ class LPRank1Pricing:
 
 
 def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_tol: float = 1e-7,
-                 abs_tol: float | None = None, max_rounds: int = 10_000, exact_every: int = 10,
+                 abs_tol: float | None = None, max_rounds: int = 10_000, exact_every: int = 30,
                  time_limit: float | None = None, progress=None,
                  smoothing: float = 0.9):
     """Column generation on the ray LP with the exact pricing oracle: a certified optimum.
