@@ -12,7 +12,14 @@ paper-mode point whose mechanism is NOT ε-LIP.
   ε-LDP (GRR + posterior), OUE-LDP (unbiased; [001]'s per-value formula summed over d bins).
 * Fig 8: Monte Carlo, binary, P1^i ~ U[0, 1], N ∈ {5, 500, 50000} (``--runs`` runs, paper 10000;
   common random numbers across curves; the exact √(Σ MSE_i / N) is in the CSV column
-  ``exact_rmse``); the CIP curve is not reproduced.
+  ``exact_rmse``). The fourth curve, CIP ([001] §IV-D, trusted server releasing Y = 𝓜(S) of the sum):
+  paper mode = [001] Prop. 5 as printed (global prior mean(P1^i), one-sided window), its MSE on the
+  true data with the paper's estimator and a red ring when it is not CIP for the users' own priors;
+  verified mode = the certified CIP optimum for the users' own priors (Poisson-binomial S, every
+  user's constraint; :mod:`lpmech.models.lip.lip_cip`), for N ≤ ``--cip-max-n`` and
+  ``--cip-paper-max-n`` (default 20: above, the binomial tails of S, of prior down to 1e-16, keep the
+  column generation from closing its gap, so N = 500 and 50000 have no CIP point; see the README).
+  A CIP point is plotted only with a certified relative gap ≤ 1e-6.
 * Fig 9(b): Gowalla New York sample, histogram of each user's last check-in on a 10×10 grid over
   the sample's box (86 non-empty cells; [001] reports 83 effective cells on its 36×36 grid, whose box
   is unstated), global prior = all earlier check-ins.
@@ -175,8 +182,52 @@ def fig8(args):
                                      exact_rmse=math.sqrt(exact / N)))
                 rows.append(_row("8", "eps-LDP (RR+MMSE)", mode, eps, ldp, True, N, N=N,
                                  exact_rmse=math.sqrt(ldp_exact / N)))
+            if N <= args.cip_paper_max_n:
+                rows += _cip_rows(P1, eps, args, crn)
     return rows, [(f"[001] Fig 8, N = {N}, MC {args.runs} runs, {m}", {"fig": "8", "N": N, "mode": m})
                   for N in args.sizes for m in MODES], "ε"
+
+
+def _cip_mc(Q, shat, P1, runs, rng):
+    """Monte-Carlo E[(S − Ŝ)²] of a CIP channel Q[s, y] with the estimate table Ŝ[y]."""
+    err = np.empty(runs)
+    cum = np.cumsum(Q, axis=1)
+    for r in range(runs):
+        s = int((rng.random(P1.size) < P1).sum())
+        y = min(int(np.searchsorted(cum[s], rng.random())), Q.shape[1] - 1)
+        err[r] = (s - shat[y]) ** 2
+    return float(err.mean())
+
+
+def _cip_rows(P1, eps, args, crn):
+    from lpmech.errors import LpmechError
+    from lpmech.models.lip import lip_cip
+
+    N = P1.size
+    rows = []
+    for mode in MODES:
+        if mode == "verified" and N > args.cip_max_n:
+            continue
+        try:
+            r = lip_cip.solve(P1, eps, mode=mode, time_limit=args.cip_time_limit)
+        except LpmechError as exc:
+            log.warning("CIP N=%d eps=%g %s: %s", N, eps, mode, exc)
+            continue
+        if r.gap is None or r.gap > 1e-6:
+            log.warning("CIP N=%d eps=%g %s: gap %s not certified, point left out", N, eps, mode, r.gap)
+            continue
+        Q = r.mechanism.matrix
+        if mode == "paper":  # the paper's estimator: posterior means under Binomial(N, mean P1)
+            PS = lip_cip.sum_distribution(np.full(N, r.stats["global_prior"]))
+        else:
+            PS = lip_cip.sum_distribution(P1)
+        lam = PS @ Q
+        shat = (np.arange(N + 1.0) * PS) @ Q / np.where(lam > 0, lam, 1.0)
+        mse = _cip_mc(Q, shat, P1, args.runs, np.random.default_rng(crn))
+        rows.append(_row("8", "CIP", mode, eps, mse, r.certificate.satisfied, N, N=N,
+                         exact_rmse=math.sqrt(max(r.stats["mse_true"], 0.0) / N),
+                         cip_status=r.status, cip_gap=r.gap))
+    return rows
 
 
 def gowalla_prior(W: int, path=None):
@@ -231,6 +282,9 @@ def main(argv=None):
     ap.add_argument("--hist-step", type=float, default=1.0, help="Fig 7 ε step")
     ap.add_argument("--sizes", type=int, nargs="+", default=[5, 500, 50000], help="Fig 8 N")
     ap.add_argument("--runs", type=int, default=500, help="Fig 8 Monte-Carlo runs ([001]: 10000)")
+    ap.add_argument("--cip-max-n", type=int, default=20, help="Fig 8: largest N of the verified CIP")
+    ap.add_argument("--cip-paper-max-n", type=int, default=20, help="Fig 8: largest N of paper CIP")
+    ap.add_argument("--cip-time-limit", type=float, default=120.0, help="Fig 8: CIP solve limit (s)")
     ap.add_argument("--grid", type=int, default=10, help="Fig 9(b) grid side")
     ap.add_argument("--gowalla-eps", type=float, nargs="+", default=[1.0, 2.0, 3.0, 4.0, 5.0])
     ap.add_argument("--seed", type=int, default=0)
@@ -262,7 +316,9 @@ def _summary(fig, rows):
         cells = []
         for x in pick:
             p, v = pts[x].get("paper"), pts[x].get("verified")
-            cells.append(f"x={x:g}: paper {p[0]:.4g}{'' if p[1] else '(!)'} / verified {v[0]:.4g}")
+            ps = "-" if p is None else f"{p[0]:.4g}{'' if p[1] else '(!)'}"
+            vs = "-" if v is None else f"{v[0]:.4g}"
+            cells.append(f"x={x:g}: paper {ps} / verified {vs}")
         print(f"   {curve:22s} {dict(extra) or ''} " + "; ".join(cells))
 
 

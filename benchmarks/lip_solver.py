@@ -25,12 +25,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lip_common import OUT, write_csv
 
+from lpmech.errors import NotOptimalError
 from lpmech.models import lip
 
 
 def run(d, P, task, eps, method, rng, time_limit=None):
     t0 = time.perf_counter()
-    r = lip.solve(P, eps, task=task, method=method, rng=rng, time_limit=time_limit)
+    try:
+        r = lip.solve(P, eps, task=task, method=method, rng=rng, time_limit=time_limit)
+    except NotOptimalError as exc:  # e.g. SCIP at its time limit: the certified point and bound
+        r = exc.result
     return {"d": d, "task": task, "epsilon": eps, "method": method, "time_s": time.perf_counter() - t0,
             "mse": r.objective, "bound": r.bound, "gap": r.gap,
             "realized_epsilon": r.certificate.realized_epsilon, "certified": r.certificate.satisfied}

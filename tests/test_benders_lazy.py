@@ -180,3 +180,14 @@ def test_travel_error_and_own_row_cost_by_hand():
         ref = sum(mats[m][0, k] * sum(q[ll] * abs(tc[u.user, ll] - tc[k, ll]) for ll in range(s.K))
                   for k in range(s.K))
         assert own[m] == pytest.approx(ref, rel=1e-10)
+
+
+def test_relaxed_values_with_lazy_rows_equal_the_full_lps():
+    """solve_block_alone on a lazy CLR-Geo block (the relaxed problem (29)–(30)) = HiGHS on all rows."""
+    from lpmech.solvers.benders import solve_block_alone
+
+    c = clr(3.0, 1.0, exponential=False)
+    for b in c.problem.blocks:
+        assert b.lazy is not None and b.lazy.any()
+        full = solve_lp(b.c, b.A, b.row_lo, b.row_hi, b.col_lo, b.col_hi)
+        assert solve_block_alone(b) == pytest.approx(full.objective, rel=1e-7, abs=1e-10)

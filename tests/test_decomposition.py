@@ -181,3 +181,37 @@ def test_decomposition_equals_the_full_lp_on_other_metrics(kind, eps):
     scale = (inst.prior[:, None] * inst.loss).max(axis=1).sum()
     assert res.optimality.gap_rel <= 1e-6 or res.optimality.gap_abs <= 1e-8 * scale
     assert res.certificate.realized_epsilon <= eps * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("notion_kind", ["geoind", "ldp-zeros"])
+def test_dual_pricing_lp_equals_the_primal_one_and_a_full_linprog(notion_kind):
+    """The pricing LP solved as its dual (the default) and as the primal give the optimum of the
+    whole pricing LP (every row, scipy linprog), over several objectives in a row (warm restarts),
+    and their Lagrangian bounds are valid: below that optimum, and equal to it up to tolerances."""
+    from lpmech.design.decomposition import DualPricingLP, PricingLP, lagrangian
+
+    rng = np.random.default_rng(11)
+    if notion_kind == "geoind":
+        inst = li.points(rng.uniform(0, 3, size=(14, 2)))
+        notion = GeoInd(omg.factor_matrix(inst, 0.9, reduce=False))
+        k = 3
+    else:
+        notion = LDPRows(9, 0.7, {2: [0, 5]})
+        k = 2
+    K = notion.K
+    A = sp.csr_matrix(notion.rows())
+    ub = np.ones(K)
+    if notion.zeros(k) is not None:
+        ub[notion.zeros(k)] = 0
+    dual, primal = DualPricingLP(notion, k), PricingLP(notion, k)
+    for _ in range(4):
+        w = rng.normal(size=K)
+        ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(K), ub)),
+                      method="highs")
+        for lp in (dual, primal):
+            v, value, rho = lp.price(w)
+            assert value == pytest.approx(ref.fun, abs=1e-8)
+            assert float(w @ v) == pytest.approx(ref.fun, abs=1e-8)
+            assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
+            bound = float(lagrangian(rho, ub))
+            assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)

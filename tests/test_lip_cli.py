@@ -70,3 +70,31 @@ def test_text_report_and_errors(capsys):
     assert code == 2 and "comma-separated" in out.err
     code, out = run(capsys, "--prior-lo", "0.1,0.1")
     assert code == 2 and "--prior-hi" in out.err
+
+
+def test_cip_users_json_checked_by_enumerating_databases(capsys):
+    import itertools
+
+    p = np.array([0.2, 0.5, 0.9])
+    code, out = run(capsys, "--cip-users", "0.2,0.5,0.9", "--epsilon", "1", "--json")
+    assert code == 0
+    d = json.loads(out.out)
+    assert d["notion"] == "cip" and d["status"] == "optimal" and d["d"] == 4
+    Q = np.array(d["matrix"])
+    joint1, lam = np.zeros((3, Q.shape[1])), np.zeros(Q.shape[1])
+    js, js2 = np.zeros(Q.shape[1]), np.zeros(Q.shape[1])
+    for bits in itertools.product((0, 1), repeat=3):
+        b = np.array(bits)
+        pr = float(np.prod(np.where(b == 1, p, 1 - p)))
+        row = pr * Q[b.sum()]
+        lam += row
+        joint1 += b[:, None] * row[None, :]
+        js += b.sum() * row
+        js2 += b.sum() ** 2 * row
+    m = lam > 1e-15
+    post = joint1[:, m] / lam[m]
+    real = np.abs(np.log(np.r_[post / p[:, None], (1 - post) / (1 - p)[:, None]])).max()
+    assert real <= 1.0 * (1 + 1e-6)
+    assert d["realized_epsilon"] == pytest.approx(real, rel=1e-8)
+    assert d["mse"] == pytest.approx(float((js2[m] - js[m] ** 2 / lam[m]).sum()), rel=1e-8)
+    assert d["bound"] <= d["mse"] + 1e-12

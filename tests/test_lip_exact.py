@@ -84,4 +84,26 @@ def test_exact_refuses_families_without_exact_pricing():
     from lpmech.errors import InputError
 
     with pytest.raises(InputError, match="exact"):
-        lip.solve([0.2, 0.3, 0.5], 1.0, method="exact", notion="ldp")
+        lip.solve([0.2, 0.3, 0.5], 1.0, method="exact", notion="ldp", task="hist")
+
+
+def test_api_raises_on_a_stop_without_certified_optimum():
+    from lpmech.errors import NotOptimalError, TimeLimitError
+
+    rng = np.random.default_rng(4)
+    P = rng.dirichlet(np.ones(15))
+    with pytest.raises(TimeLimitError) as exc:
+        lip.solve(P, 1.0, task="hist", method="exact", time_limit=1e-3)
+    r = exc.value.result
+    assert r.status == "time_limit" and r.certificate.satisfied and r.bound is not None
+    loc = lip.solve(P, 1.0, task="hist", method="local", rng=np.random.default_rng(0), starts=1)
+    assert loc.status == "feasible" and loc.bound is None  # the user's explicit choice: returned
+    assert r.bound <= loc.objective + 1e-9  # the bound holds for every eps-LIP channel
+    # auto on a family without exact pricing (histogram, latent secret, d > 8) falls back to the
+    # local solve: no certified optimum, so it raises, with the certified-private result attached
+    T = rng.dirichlet(np.ones(9), size=3)
+    Pl = rng.dirichlet(np.ones(3)) @ T
+    with pytest.raises(NotOptimalError) as exc2:
+        lip.solve(Pl, 1.0, T=T, task="hist", rng=np.random.default_rng(0), starts=1)
+    assert exc2.value.result.status == "feasible"
+    assert lip.lip_epsilon(exc2.value.result.mechanism.matrix, Pl, T) <= 1.0 * (1 + 1e-6)

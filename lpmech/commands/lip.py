@@ -6,6 +6,7 @@ Examples::
     lpmech lip --prior 0.93,0.07 --epsilon 1 --mode paper          # the papers' closed form
     lpmech lip --prior-set "0.95,0.05;0.85,0.15" --epsilon 1       # bounded prior (minimax MSE)
     lpmech lip --prior-lo 0.1,0.1,0.1 --prior-hi 0.6,0.6,0.6 --task hist
+    lpmech lip --cip-users 0.2,0.5,0.9,0.4 --epsilon 1                # CIP on the sum ([001] §IV-D)
 
 The JSON object has ``status, mode, mse`` (per-user MSE of the MMSE estimator; worst case over a
 prior set), ``realized_epsilon``, ``bound`` (certified lower bound on the MSE, ``null`` for a local
@@ -39,6 +40,10 @@ def register(sub, common) -> None:
                      help="a finite bounded-prior set: priors separated by ';' (minimax MSE)")
     src.add_argument("--prior-lo", metavar="LO1,LO2,...",
                      help="lower corner of a prior box (with --prior-hi); its vertices are used")
+    src.add_argument("--cip-users", metavar="P1,...,PN",
+                     help="centralized information privacy ([001] Sec. IV-D): each user's Pr(D_i = 1); a "
+                          "trusted server releases Y from the sum S = sum D_i (inputs 0..N), every "
+                          "user's posterior within e^+-eps of the prior; implies --notion cip")
     p.add_argument("--prior-hi", metavar="HI1,HI2,...", help="upper corner of a prior box")
     p.add_argument("--values", metavar="A1,A2,...",
                    help="numeric values of the d inputs for --task sum (default 0..d-1)")
@@ -94,7 +99,14 @@ def cmd_lip(args) -> int:
             "objective_kind": args.objective}
     with json_on_error(args, info):
         prior, priors = None, None
-        if args.prior is not None:
+        if args.cip_users is not None:
+            from ..models.lip import lip_cip
+
+            info["notion"] = "cip"
+            with solver_log_to_stderr(args.verbose):
+                res = lip_cip.solve(_vector(args.cip_users, "--cip-users"), args.epsilon, mode=args.mode,
+                                    method=args.method, time_limit=args.time_limit)
+        elif args.prior is not None:
             prior = _vector(args.prior, "--prior")
         elif args.prior_set is not None:
             priors = _matrix(args.prior_set, "--prior-set")
@@ -105,23 +117,27 @@ def cmd_lip(args) -> int:
                                             _vector(args.prior_hi, "--prior-hi"))
         if args.prior_hi is not None and args.prior_lo is None:
             raise InputError("--prior-hi needs --prior-lo")
-        values = None if args.values is None else _vector(args.values, "--values")
-        T = None if args.correlation is None else _matrix(args.correlation, "--correlation")
-        if priors is not None and T is not None:
-            T = [T] * len(priors)
-        with solver_log_to_stderr(args.verbose):
-            res = lip.solve(prior, args.epsilon, values=values, task=args.task, priors=priors, T=T,
-                            notion=args.notion, method=args.method, mode=args.mode,
-                            objective=args.objective, rng=np.random.default_rng(args.seed),
-                            time_limit=args.time_limit)
+        if args.cip_users is None:
+            values = None if args.values is None else _vector(args.values, "--values")
+            T = None if args.correlation is None else _matrix(args.correlation, "--correlation")
+            if priors is not None and T is not None:
+                T = [T] * len(priors)
+            with solver_log_to_stderr(args.verbose):
+                res = lip.solve(prior, args.epsilon, values=values, task=args.task, priors=priors, T=T,
+                                notion=args.notion, method=args.method, mode=args.mode,
+                                objective=args.objective, rng=np.random.default_rng(args.seed),
+                                time_limit=args.time_limit)
     st = res.stats
+    if args.cip_users is not None:
+        st = dict(st, mode=args.mode, d=st.get("N", 0) + 1, mse=res.objective)
     out = {"status": res.status, "mode": st["mode"], "mse": st.get("mse"),
            "objective": res.objective, "realized_epsilon": res.certificate.realized_epsilon,
            "bound": res.bound, "gap": res.gap, "paper_feasible": st.get("paper_feasible"),
            "time_s": st.get("time_s"), **info, "method": st.get("method"), "d": st.get("d"),
            "closed_form": st.get("closed_form"), "matrix": res.mechanism.matrix.tolist()}
     if args.mode == "paper" and not st["paper_feasible"]:
-        print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-LIP (realised "
+        print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-{info['notion'].upper()} "
+              "(realised "
               f"epsilon {res.certificate.realized_epsilon:.6g}); use --mode verified", file=sys.stderr)
     if args.json:
         print_json(out)
@@ -138,7 +154,8 @@ def _report(out: dict) -> None:
     if out["objective_kind"] != "mse":
         print(f"  expected {out['objective_kind']:<8} {out['objective']:.10g}")
     if out["mse"] is not None:
-        print(f"  per-user MSE      {out['mse']:.10g}  (MMSE estimator)")
+        what = "MSE of the sum S" if out["notion"] == "cip" else "per-user MSE    "
+        print(f"  {what}  {out['mse']:.10g}  (MMSE estimator)")
     if out["bound"] is not None:
         print(f"  lower bound       {out['bound']:.10g}  (gap {out['gap']:.3g})")
     print(f"  realised epsilon  {out['realized_epsilon']:.10g}")

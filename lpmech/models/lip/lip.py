@@ -98,7 +98,7 @@ class Scenario:
                 raise InputError("each row of T (Pr(X | G = g)) must sum to 1")
             from scipy.optimize import nnls
 
-            _, resid = nnls(T.T, P)  # some Pr(G) ≥ 0 with Pr(G)ᵀ T = P must exist
+            _, resid = nnls(T.T, P, maxiter=100 * T.shape[0])  # some Pr(G) ≥ 0 with Pr(G)ᵀT = P
             if resid > 1e-7:
                 raise InputError("the correlation T is inconsistent with the prior: no distribution "
                                  "of G gives Σ_g Pr(g)·T[g] = P (residual "

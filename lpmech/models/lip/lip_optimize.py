@@ -41,8 +41,9 @@ from .lip_estimation import column_utility, second_moment
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ExactPricing", "build_pyomo", "cone_rays", "lip_section_box", "price_rank1", "price_separable",
-           "solve_colgen", "solve_linear", "solve_local", "solve_pyomo_scip", "solve_vertex"]
+__all__ = ["ExactPricing", "LPRank1Pricing", "build_pyomo", "cone_rays", "lip_section_box", "price_rank1",
+           "price_rank1_lp", "price_separable", "solve_colgen", "solve_linear", "solve_local",
+           "solve_pyomo_scip", "solve_vertex"]
 
 
 # ------------------------------------------------------------------------ exact vertex method
@@ -212,9 +213,14 @@ class _ColumnPolytope:
 
 class _RayMaster:
     """The ray LP (:func:`_ray_lp`) kept in one HiGHS model: columns are added as rays are found and
-    each re-solve starts from the previous basis."""
+    each re-solve starts from the previous basis.
 
-    def __init__(self, scenarios, V, d: int):
+    ``scaled`` (one scenario): the same LP in posterior form, rows Σ_j ω_j π_j = P on the support of
+    P with π_j = P∘r_j/λ_j and ω_j = λ_j w_j (row x multiplied by P_x), so that inputs of tiny prior
+    (a binomial tail) give well-scaled rows and duals; rays of zero mass are not needed (the inputs
+    of zero prior are free). :meth:`solve` returns the weights and duals of the unscaled LP."""
+
+    def __init__(self, scenarios, V, d: int, *, scaled: bool = False):
         import highspy
 
         self.scen, self.V, self.d, self.S = scenarios, V, d, len(scenarios)
@@ -224,31 +230,76 @@ class _RayMaster:
         self.h.setOptionValue("output_flag", False)
         for k, v in {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}.items():
             self.h.setOptionValue(k, v)
-        lo = np.r_[np.ones(d), np.full(self.S, -self.inf)]
-        hi = np.r_[np.ones(d), -self.m2]
-        self.h.addRows(d + self.S, lo, hi, 0, np.array([], np.int32), np.array([], np.int32),
+        self.scaled = scaled and self.S == 1
+        P = scenarios[0].prior
+        # scaled: rows of the inputs of non-negligible prior only (an input of prior below 1e-11·max
+        # is left free here, given to the heaviest column at the end and certified with the rest)
+        self.supp = np.nonzero(P > 0)[0] if self.scaled else np.arange(d)
+        if self.scaled:
+            self.h.setOptionValue("small_matrix_value", 1e-15)
+        self.pos = np.full(d, -1)
+        self.pos[self.supp] = np.arange(self.supp.size)
+        n = self.supp.size
+        rhs = P[self.supp] if self.scaled else np.ones(d)
+        lo = np.r_[rhs, np.full(self.S, -self.inf)]
+        hi = np.r_[rhs, -self.m2]
+        self.n = n
+        self.h.addRows(n + self.S, lo, hi, 0, np.array([], np.int32), np.array([], np.int32),
                        np.array([], float))
-        rows = np.arange(d, d + self.S, dtype=np.int32)
-        self.h.addCol(-1.0, -float(self.m2.max()), 0.0, self.S, rows, np.ones(self.S))  # t
+        rows = np.arange(n, n + self.S, dtype=np.int32)
+        # t ≤ 0 holds through its rows; no bound on it (an active bound at MSE = 0 would take the duals)
+        self.h.addCol(-1.0, -float(self.m2.max()), self.inf, self.S, rows, np.ones(self.S))  # t
         self.rays: list[np.ndarray] = []
+        self.lam: list[float] = []
         self.ok = highspy.HighsModelStatus.kOptimal
 
     def add(self, rays) -> None:
+        P = self.scen[0].prior
         for r in rays:
-            phi = [float(column_utility(r[:, None], s.prior, self.V)[0]) for s in self.scen]
-            nz = np.nonzero(r > 0)[0]
-            idx = np.r_[nz, self.d + np.arange(self.S)].astype(np.int32)
-            val = np.r_[r[nz], -np.array(phi)]
-            self.h.addCol(0.0, 0.0, float(1.0 / r.max()), idx.size, idx, val)
+            phi = np.array([float(column_utility(r[:, None], s.prior, self.V)[0]) for s in self.scen])
+            if self.scaled:
+                lam = float(P @ r)
+                if lam <= 0:
+                    continue  # a ray on free inputs only
+                pi = P * r / lam
+                nz = np.nonzero((pi > 0) & (self.pos >= 0))[0]
+                idx = np.r_[self.pos[nz], self.n + np.arange(self.S)].astype(np.int32)
+                val = np.r_[pi[nz], -phi / lam]
+                self.h.addCol(0.0, 0.0, 1.0, idx.size, idx, val)
+            else:
+                lam = 1.0
+                nz = np.nonzero(r > 0)[0]
+                idx = np.r_[nz, self.d + np.arange(self.S)].astype(np.int32)
+                val = np.r_[r[nz], -phi]
+                self.h.addCol(0.0, 0.0, float(1.0 / r.max()), idx.size, idx, val)
             self.rays.append(r)
+            self.lam.append(lam)
 
     def solve(self):
         self.h.run()
+        if self.h.getModelStatus() != self.ok:  # numerical trouble: once more from scratch
+            self.h.clearSolver()
+            self.h.run()
+        if self.h.getModelStatus() != self.ok:  # then by interior point (with crossover)
+            self.h.clearSolver()
+            self.h.setOptionValue("solver", "ipm")
+            self.h.run()
+            self.h.setOptionValue("solver", "choose")
         if self.h.getModelStatus() != self.ok:
-            raise SolverError("the LIP column-generation master did not solve to optimality")
+            raise SolverError("the LIP column-generation master did not solve to optimality "
+                              f"({self.h.getModelStatus()}, {len(self.rays)} columns)")
         sol = self.h.getSolution()
         x, y = np.array(sol.col_value), np.array(sol.row_dual)
-        return x[1:], float(x[0]), y[:self.d], np.maximum(0.0, -y[self.d:])
+        w = x[1:] / np.array(self.lam) if self.scaled else x[1:]
+        yc = np.zeros(self.d)
+        if self.scaled:
+            # a row of tiny prior may carry a huge, arbitrary dual (it is degenerate): any duals give
+            # a valid bound, so cap them at 1e3·max‖V_x‖² (far above any meaningful value)
+            cap = 1e12 * max(1.0, float((self.V ** 2).sum(axis=1).max()))
+            yc[self.supp] = np.clip(y[:self.n], -cap, cap) * self.scen[0].prior[self.supp]
+        else:
+            yc[self.supp] = y[:self.n]
+        return w, float(x[0]), yc, np.maximum(0.0, -y[self.n:])
 
 
 def _price(r, y, mu, scenarios, V):
@@ -547,8 +598,186 @@ class ExactPricing:
         return delta, [r / r.sum() for r in rays]
 
 
+class _SectionLP:
+    """The section {c ≥ 0 : A c ≤ 0, P·c = 1} of a privacy cone (support of P only) as one HiGHS
+    model in the variables π = P∘c (the posterior: Σ π = 1, rows A/P, well scaled however small P
+    gets); :meth:`argmax` changes the costs and re-solves from the previous basis."""
+
+    def __init__(self, A, P):
+        import highspy
+
+        d = P.size
+        self.P = P
+        An = A / P[None, :]
+        An = An / np.maximum(np.abs(An).max(axis=1, keepdims=True), 1e-300)
+        M = sp.csc_matrix(np.vstack([An, np.ones((1, d))]))
+        M.eliminate_zeros()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = d, M.shape[0]
+        lp.col_cost_ = np.zeros(d)
+        lp.col_lower_, lp.col_upper_ = np.zeros(d), np.ones(d)
+        lp.row_lower_ = np.r_[np.full(A.shape[0], -highspy.kHighsInf), 1.0]
+        lp.row_upper_ = np.r_[np.zeros(A.shape[0]), 1.0]
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = d, M.shape[0]
+        lp.a_matrix_.start_ = M.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = M.indices.astype(np.int32)
+        lp.a_matrix_.value_ = M.data
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        for k in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+            self.h.setOptionValue(k, 1e-10)
+        self.h.passModel(lp)
+        self.d, self.idx = d, np.arange(d, dtype=np.int32)
+        self.ok = highspy.HighsModelStatus.kOptimal
+        self.calls = 0
+
+    def argmax(self, g) -> np.ndarray:
+        """The c of the section maximising g·c (a vertex)."""
+        cost = -np.asarray(g, float) / self.P
+        cost = cost / max(np.abs(cost).max(), 1e-300)  # the argmax is scale-free; HiGHS is not
+        self.h.changeColsCost(self.d, self.idx, cost)
+        self.h.run()
+        self.calls += 1
+        if self.h.getModelStatus() != self.ok:  # numerical trouble: once more from scratch
+            self.h.clearSolver()
+            self.h.run()
+        if self.h.getModelStatus() != self.ok:
+            raise SolverError(f"the LIP pricing LP over the cone section did not solve "
+                              f"({self.h.getModelStatus()})")
+        pi = np.clip(np.array(self.h.getSolution().col_value), 0.0, None)
+        return pi / pi.sum() / self.P
+
+
+def price_rank1_lp(section: _SectionLP, w, y, *, tol: float = 0.0, max_lps: int = 10_000):
+    """Exact max of y·c + (w·c)² over a polytope section (an LP oracle) by a branch and bound on
+    the upper chain of its 2-D projection c ↦ (m, g) = (w·c, y·c): ``(upper bound, points, gains)``.
+
+    For fixed m the best g is a concave function ĝ(m) (the upper chain), and m² + ĝ(m) is convex on
+    each edge, so the maximum is at a chain vertex. Every LP answer v(θ) = max (y + θw)·c is a global
+    upper line g ≤ v(θ) − θ m. An interval [a, b] between two known points is bounded by the max of
+    m² + min(its lines) (at an end or where the lines cross); the interval is refined by the LP along
+    its chord (a point above the chord splits it, none closes it) until every open bound is within
+    ``tol`` of the best point. The returned bound is valid when ``max_lps`` stops the search.
+    """
+    w, y = np.asarray(w, float), np.asarray(y, float)
+
+    def point(c):
+        m, g = float(w @ c), float(y @ c)
+        return m, g, m * m + g
+
+    pts = [section.argmax(-w), section.argmax(y), section.argmax(w)]
+    vals = [point(c) for c in pts]
+    best = max(v[2] for v in vals)
+    # lines: (v, θ) with g ≤ v − θ m; the θ = 0 answer is the line g ≤ g0
+    line0 = (vals[1][1], 0.0)
+    lps = 3
+
+    def bound(ma, mb, lines):
+        cand = [ma, mb]
+        if len(lines) == 2:
+            (va, ta), (vb, tb) = lines
+            if ta != tb:
+                ms = (vb - va) / (tb - ta)
+                if ma < ms < mb:
+                    cand.append(ms)
+        return max(m * m + min(v - t * m for v, t in lines) for m in cand)
+
+    heap = []
+    count = 0
+    for (ia, ib, lines) in ((0, 1, [line0]), (1, 2, [line0])):
+        ma, mb = vals[ia][0], vals[ib][0]
+        if mb - ma > 1e-12 * max(1.0, abs(ma), abs(mb)):
+            heapq.heappush(heap, (-bound(ma, mb, lines), count, ia, ib, lines))
+            count += 1
+    closed = -math.inf  # bound of intervals closed by an LP answer on their chord (plus LP slack)
+    while heap and -heap[0][0] > best + tol and lps < max_lps:
+        _, _, ia, ib, lines = heapq.heappop(heap)
+        (ma, ga, sa), (mb, gb, sb) = vals[ia], vals[ib]
+        theta = -(gb - ga) / (mb - ma)
+        c = section.argmax(y + theta * w)
+        lps += 1
+        m, g, gain = point(c)
+        v = g + theta * m
+        chord = ga + theta * ma
+        line = (v, theta)
+        if gain > best:
+            best = gain
+        slack = v - chord
+        eps_m = 1e-12 * max(1.0, abs(ma), abs(mb))
+        if slack <= 1e-12 * max(1.0, abs(chord)) or m < ma - eps_m or m > mb + eps_m:
+            closed = max(closed, sa, sb, max(sa, sb) + max(slack, 0.0))
+            continue
+        pts.append(c)
+        vals.append((m, g, gain))
+        k = len(vals) - 1
+        if m <= ma + eps_m:  # above an end point that is not on the upper chain: replace it
+            kids = [(k, ib, [line, lines[-1]])]
+        elif m >= mb - eps_m:
+            kids = [(ia, k, [lines[0], line])]
+        else:
+            kids = [(ia, k, [lines[0], line]), (k, ib, [line, lines[-1]])]
+        for (i, j, ls) in kids:
+            if vals[j][0] - vals[i][0] <= eps_m:
+                closed = max(closed, vals[i][2], vals[j][2])
+                continue
+            heapq.heappush(heap, (-bound(vals[i][0], vals[j][0], ls), count, i, j, ls))
+            count += 1
+    upper = max(best, closed, -heap[0][0] if heap else -math.inf)
+    upper += 1e-9 * max(1.0, abs(upper))  # the LP answers are optimal to HiGHS' tolerances only
+    gains = np.array([v[2] for v in vals])
+    return upper, np.array(pts), gains, lps
+
+
+class LPRank1Pricing:
+    """Exact pricing for any single-prior privacy cone given by rows (latent-secret LIP, CIP, DI,
+    LDP, Pufferfish) and a rank-one task (sum, weighted sum, survey): :func:`price_rank1_lp` over the
+    section {c ≥ 0 : A c ≤ 0, P·c = 1}. Inputs of zero prior must be free (no row touches them)."""
+
+    kind = "rank1-lp"
+    scaled_master = True
+
+    def __init__(self, P, V, A):
+        self.supp = P > 0
+        self.P, self.v = P[self.supp], np.asarray(V, float)[self.supp, 0]
+        A = np.asarray(A, float)
+        self.A = A[:, self.supp]
+        keep = np.abs(self.A).max(axis=1) > 0
+        self.section = _SectionLP(self.A[keep], self.P)
+        self.nodes = 0
+
+    @classmethod
+    def make(cls, scenarios, V, A) -> LPRank1Pricing | None:
+        if len(scenarios) != 1:
+            return None
+        P = scenarios[0].prior
+        V = np.asarray(V, float).reshape(P.size, -1)
+        if V.shape[1] != 1 or np.abs(np.asarray(A, float)[:, P == 0]).max(initial=0.0) > 0:
+            return None
+        return cls(P, V, A)
+
+    def initial_rays(self) -> list[np.ndarray]:
+        """The feasible unit columns (inputs that can be revealed exactly)."""
+        ok = np.nonzero(self.A.max(axis=0, initial=0.0) <= 0)[0]
+        rays = np.zeros((ok.size, self.supp.size))
+        rays[np.arange(ok.size), np.nonzero(self.supp)[0][ok]] = 1.0
+        return list(rays)
+
+    def __call__(self, y, mu: float, tol: float, bound_tol: float | None = None, cheap: bool = False):
+        ys = np.asarray(y, float)[self.supp]
+        w = math.sqrt(max(mu, 0.0)) * self.v * self.P
+        delta, pts, gains, lps = price_rank1_lp(self.section, w, ys,
+                                                tol=0.1 * tol if bound_tol is None else bound_tol)
+        self.nodes += lps
+        order = np.argsort(-gains)
+        pts = pts[order][gains[order] > tol][:16]
+        rays = np.zeros((pts.shape[0], self.supp.size))
+        rays[:, self.supp] = pts
+        return delta, [r / r.sum() for r in rays]
+
+
 def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_tol: float = 1e-7,
-                 abs_tol: float = 1e-12, max_rounds: int = 10_000, exact_every: int = 10,
+                 abs_tol: float | None = None, max_rounds: int = 10_000, exact_every: int = 30,
                  time_limit: float | None = None, progress=None,
                  smoothing: float = 0.9):
     """Column generation on the ray LP with the exact pricing oracle: a certified optimum.
@@ -559,7 +788,7 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         MSE ≥ E‖V‖² − (δ⁺ − Σ_x y_x + Σ_{x: P_x = 0} y_x⁺) / μ,
 
     and the loop stops when the master's MSE is within ``gap_tol`` (relative to the MSE; absolute
-    ``abs_tol`` for an MSE near 0) of the best bound.
+    ``abs_tol``, default 1e-9·E‖V‖², for an MSE near 0) of the best bound.
     Returns ``(Q, mse_bound, info)`` with ``info["stop"]`` one of ``"optimal"``, ``"time_limit"``,
     ``"iteration_limit"``, ``"feasible"`` (the pricing's node cap left the gap open).
     """
@@ -574,10 +803,12 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
             rays += [c / c.sum() for c in W.T if c.sum() > 1e-12]
     rays.append(np.full(d, 1.0 / d))  # the uniform column: always in the cone
     rays += pricing.initial_rays()
-    master = _RayMaster(scenarios, V, d)
+    master = _RayMaster(scenarios, V, d, scaled=getattr(pricing, "scaled_master", False))
     master.add(np.unique(np.round(np.array(rays), 13), axis=0))
     best_lb, rounds, stop, center, mispriced = -math.inf, 0, "optimal", None, 0
     off = P == 0
+    if abs_tol is None:
+        abs_tol = 1e-9 * max(m2, 1e-300)
 
     def bound_at(y, delta):  # the Lagrangian bound on the MSE at duals (y, μ = 1)
         return m2 - (max(delta, 0.0) - float(y.sum()) + float(np.maximum(y[off], 0).sum()))
@@ -628,6 +859,9 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
     R = np.array(master.rays)
     used = w > 1e-12
     Q = (R[used] * w[used, None]).T
+    empty = Q.sum(axis=1) <= 0  # free inputs left out of a scaled master: any column will do
+    if empty.any():
+        Q[empty, int(np.argmax(P @ Q))] = 1.0
     info = {"rounds": rounds, "rays": int(R.shape[0]), "stop": stop, "pricing": pricing.kind,
             "bb_nodes": pricing.nodes, "master_mse": mse, "mispriced": mispriced}
     log.info("exact column generation: %d rounds, %d rays, MSE %.12g, bound %.12g (%s)", rounds,

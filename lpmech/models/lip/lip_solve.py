@@ -112,15 +112,18 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         Q, obj, bound = solve_linear(scen, L, rows, time_limit=time_limit)
         method = "lp"
     elif objective == "mse":
-        from .lip_optimize import ExactPricing, solve_colgen
+        from .lip_optimize import ExactPricing, LPRank1Pricing, solve_colgen
         pricing = ExactPricing.make(scen, V, notion, eps)
+        if pricing is None and (method == "exact" or (method == "auto" and d > VERTEX_MAX_D)):
+            pricing = LPRank1Pricing.make(scen, V, rows)
         if method == "auto":
             method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
         bound_u = None
         if method == "exact":
             if pricing is None:
-                raise InputError("method='exact' (column generation with exact pricing) covers eps-LIP "
-                                 "with G = X, one prior and a sum/survey/histogram task; use "
+                raise InputError("method='exact' (column generation with exact pricing) covers one prior "
+                                 "with a sum/survey task under any notion (latent LIP, CIP, DI, LDP, "
+                                 "Pufferfish) and eps-LIP with G = X for a histogram; use "
                                  "method='local' or 'vertex' for this family")
             from .lip_closed_forms import warm_starts
             # stop at 0.9·gap_tol: the cleaned, certified matrix may lose a little of the master's MSE
@@ -166,6 +169,9 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         obj = max(mses)
         if bound is not None:
             bound = min(bound, obj)  # a bound above the primal can only be round-off
+            if status in ("time_limit", "iteration_limit") and method == "exact" and \
+                    obj - bound <= gap_tol * abs(obj):
+                status = "optimal"  # stopped by the limit, but the certified gap meets the target
     stats.update(method=method, objective_kind=objective, mse=max(mses), mse_per_scenario=mses,
                  utility=float(np.mean([column_utility(Qc, s.prior, V).sum() for s in scen])),
                  realized_epsilon=cert.realized_epsilon, paper_feasible=None,

@@ -190,7 +190,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             T, pred = tents(F, predecessors=True)
         cols = _starting_columns(instance, eps, F, T, trusted=lazy and instance.is_metric)
         if coarse:
-            cols += coarse_columns(instance, eps, prog=prog, workers=workers)
+            cols += coarse_columns(instance, eps, prog=prog, workers=workers,
+                                   time_limit=None if time_limit is None else 0.5 * time_limit)
     notion = GeoInd(F, n_near=n_near, closure=T.T.copy(), trees=pred)
     C = _costs(instance)
     res = decompose(notion, C, columns=cols, tol=tol, executor=executor, stall_gap=2.0,
@@ -292,7 +293,8 @@ def lift_columns(metric: np.ndarray, S: np.ndarray, U: np.ndarray, eps: float) -
 
 def coarse_columns(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
                    min_k: int | None = None, prog: Progress | None = None,
-                   workers: int | None = None) -> list[tuple[int, np.ndarray]]:
+                   workers: int | None = None,
+                   time_limit: float | None = None) -> list[tuple[int, np.ndarray]]:
     """Starting columns from a coarser instance: solve :func:`coarse_instance` on
     :func:`coarse_points` (recursively coarse-to-fine itself), lift every used column of its
     optimum (:func:`lift_columns`) and offer it to the fine outputs of its group. All lifted columns
@@ -305,8 +307,13 @@ def coarse_columns(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
     coarse, label = coarse_instance(instance, S)
     if prog is not None:
         prog.note("solving a coarse instance with K=%d for starting columns", coarse.K)
-    Fc = factor_matrix(coarse, eps)
-    res = solve_decomposition(coarse, eps, F=Fc, tol=tol, coarse=True, workers=workers)
+    try:  # only a start: a coarse solve that fails or runs out of time costs the columns only
+        res = solve_decomposition(coarse, eps, tol=tol, coarse=True, workers=workers,
+                                  time_limit=time_limit)
+    except LpmechError as exc:
+        if prog is not None:
+            prog.note("coarse instance not used (%s)", exc)
+        return []
     if res.x is None:
         return []
     Zc = res.x.reshape(coarse.K, coarse.K)

@@ -1,0 +1,157 @@
+"""CIP ([001] §IV-D): the certifier against Bayes' rule over every database, the optimum against an
+independent evaluation and the vertex method, [001] Thm 6 (LIP on S ⇒ CIP), the global-prior window;
+and the exact LP pricing (any single-prior cone, rank-one task) against ray enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from lpmech.models import lip
+from lpmech.models.lip import lip_cip
+from lpmech.models.lip.lip_optimize import _SectionLP, cone_rays, price_rank1_lp
+
+
+def _bayes_cip_epsilon(Q, p):
+    """Realised CIP ε by Bayes' rule over all 2^N databases (independent of the Poisson-binomial T)."""
+    N = len(p)
+    joint1 = np.zeros((N, Q.shape[1]))  # Pr(D_i = 1, Y = y)
+    lam = np.zeros(Q.shape[1])
+    for bits in itertools.product((0, 1), repeat=N):
+        b = np.array(bits)
+        pr = float(np.prod(np.where(b == 1, p, 1 - p)))
+        row = pr * Q[b.sum()]
+        lam += row
+        joint1 += b[:, None] * row[None, :]
+    m = lam > 0
+    post1 = joint1[:, m] / lam[m]
+    r1 = post1 / p[:, None]
+    r0 = (1 - post1) / (1 - p)[:, None]
+    return float(np.abs(np.log(np.r_[r1, r0])).max())
+
+
+def _bayes_mse(Q, p):
+    """E[(S − E[S | Y])²] by enumeration of the databases."""
+    N = len(p)
+    js = np.zeros(Q.shape[1])
+    js2 = np.zeros(Q.shape[1])
+    lam = np.zeros(Q.shape[1])
+    for bits in itertools.product((0, 1), repeat=N):
+        b = np.array(bits)
+        pr = float(np.prod(np.where(b == 1, p, 1 - p)))
+        s = b.sum()
+        lam += pr * Q[s]
+        js += pr * s * Q[s]
+        js2 += pr * s * s * Q[s]
+    m = lam > 0
+    return float((js2[m] - js[m] ** 2 / lam[m]).sum())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cip_certifier_equals_bayes_rule(seed):
+    rng = np.random.default_rng(seed)
+    N = 4
+    p = rng.uniform(0.05, 0.95, N)
+    Q = rng.dirichlet(np.ones(3), size=N + 1)
+    assert lip_cip.cip_epsilon(Q, p) == pytest.approx(_bayes_cip_epsilon(Q, p), rel=1e-10)
+    PS = lip_cip.sum_distribution(p)
+    brute = np.zeros(N + 1)
+    for bits in itertools.product((0, 1), repeat=N):
+        brute[sum(bits)] += np.prod([q if b else 1 - q for q, b in zip(p, bits, strict=True)])
+    assert np.allclose(PS, brute, atol=1e-15)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
+def test_cip_optimum_certified_and_equal_to_vertex_and_enumeration(eps):
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0, 1, 5)
+    v = lip_cip.solve(p, eps, method="vertex")
+    e = lip_cip.solve(p, eps, method="exact")
+    for r in (v, e):
+        assert r.status == "optimal" and r.certificate.notion == "cip"
+        assert _bayes_cip_epsilon(r.mechanism.matrix, p) <= eps * (1 + 1e-6)
+        assert r.objective == pytest.approx(_bayes_mse(r.mechanism.matrix, p), rel=1e-8, abs=1e-12)
+    assert e.objective == pytest.approx(v.objective, rel=1e-6)
+    assert e.bound <= v.objective + 1e-9
+
+
+def test_lip_on_the_sum_implies_cip_theorem_6():
+    """[001] Thm 6: ε-LIP of the channel on S (prior of S) ⇒ CIP; so the CIP optimum is no worse."""
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.1, 0.9, 5)
+    PS = lip_cip.sum_distribution(p)
+    for eps in (0.5, 1.5):
+        lipS = lip.solve(PS, eps, values=np.arange(6.0))
+        assert lip_cip.cip_epsilon(lipS.mechanism.matrix, p) <= eps * (1 + 1e-9)
+        assert _bayes_cip_epsilon(lipS.mechanism.matrix, p) <= eps * (1 + 1e-9)
+        assert lip_cip.solve(p, eps).objective <= lipS.objective + 1e-9
+
+
+def test_global_prior_cip_is_the_posterior_mean_window():
+    N, q, eps = 6, 0.3, 1.0
+    r = lip_cip.solve(np.full(N, q), eps)
+    Q = r.mechanism.matrix
+    PS = lip_cip.sum_distribution(np.full(N, q))
+    lam = PS @ Q
+    means = (np.arange(N + 1) * PS) @ Q / np.where(lam > 0, lam, 1)
+    L, U = lip_cip.mean_window(N, q, eps)
+    assert (means[lam > 1e-12] >= L - 1e-9).all() and (means[lam > 1e-12] <= U + 1e-9).all()
+    # at p = 1/2 the printed one-sided window of Prop. 5 is the full one
+    assert lip_cip.mean_window(10, 0.5, 1.0, printed=True) == pytest.approx(lip_cip.mean_window(10, 0.5, 1.0))
+    hi = lip_cip.mean_window(10, 0.2, 1.0, printed=True)[1]
+    assert hi > lip_cip.mean_window(10, 0.2, 1.0)[1]  # elsewhere it misses the binding side
+
+
+def test_paper_mode_reports_cip_violation_for_heterogeneous_priors():
+    p = np.array([0.02, 0.5, 0.97, 0.4, 0.6])
+    r = lip_cip.solve(p, 1.0, mode="paper")
+    assert r.status == "closed_form"
+    real = _bayes_cip_epsilon(r.mechanism.matrix, p)
+    assert r.certificate.realized_epsilon == pytest.approx(real, rel=1e-9)
+    assert r.stats["paper_feasible"] is (real <= 1.0 * (1 + 1e-6))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lp_rank1_pricing_equals_ray_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(3, 7))
+    P = rng.dirichlet(np.ones(d))
+    if seed % 3 == 0:
+        A = lip.ldp_rows(d, 1.2)
+    elif seed % 3 == 1:  # latent-secret LIP: P a mixture of the rows of T
+        T = rng.dirichlet(np.ones(d), size=3)
+        P = rng.dirichlet(np.ones(3)) @ T
+        A = lip.lip_rows(P, 0.8, T)
+    else:  # CIP on the sum of d − 1 users
+        p = rng.uniform(0.1, 0.9, d - 1)
+        P = lip_cip.sum_distribution(p)
+        A = lip_cip.cip_rows(p, 0.7)
+    w, y = rng.normal(size=d) * P, rng.normal(size=d)
+    R = cone_rays(A, d)
+    C = R / (R @ P)[:, None]  # the section's vertices, normalised to P·c = 1
+    brute = max((w @ c) ** 2 + y @ c for c in C)
+    upper, _, gains, _ = price_rank1_lp(_SectionLP(A, P), w, y)
+    assert gains.max() == pytest.approx(brute, rel=1e-7, abs=1e-9)
+    assert upper >= brute - 1e-9 and upper <= brute + 1e-7 * max(1.0, abs(brute))
+
+
+def test_exact_method_for_latent_ldp_di_equals_vertex():
+    rng = np.random.default_rng(2)
+    d = 6
+    P = rng.dirichlet(np.ones(d))
+    T = rng.dirichlet(np.ones(d), size=3)
+    pg = rng.dirichlet(np.ones(3))
+    Pl = pg @ T
+    cases = [dict(prior=P, notion="ldp"), dict(prior=Pl, T=T),
+             dict(prior=P, notion="di", epsilon=1.2 * math.log(P.max() / P.min()) + 0.1)]
+    for kw in cases:
+        eps = kw.pop("epsilon", 1.3)
+        prior = kw.pop("prior")
+        v = lip.solve(prior, eps, method="vertex", **kw)
+        e = lip.solve(prior, eps, method="exact", **kw)
+        assert e.status == "optimal" and e.stats["pricing"] == "rank1-lp"
+        assert e.objective == pytest.approx(v.objective, rel=1e-6)
+        assert e.bound <= v.objective + 1e-9
