@@ -94,14 +94,19 @@ def tent_filler(inst, eps: float, w: np.ndarray, *, time_limit: float | None = N
     F = E.copy()
     np.fill_diagonal(F, 0.0)
 
+    present = np.zeros((m, m), dtype=bool)  # rows already in the LP are never added again (the
+    # LP holds them to its own tolerance; re-adding them looped); the certificate below decides
+
     def separate(t):
         s = 1.0 - E @ t
         T = F * s[:, None]  # T[i, j] = F_ij s_i
+        T[present] = -np.inf
         i = T.argmax(axis=0)
-        j = np.nonzero(T[i, np.arange(m)] - s > 1e-10)[0]
+        j = np.nonzero(T[i, np.arange(m)] - s > 1e-9)[0]
         if j.size == 0:
             return None
         i = i[j]
+        present[i, j] = True
         A = E[j] - F[i, j][:, None] * E[i]
         return sp.csr_matrix(A), np.full(j.size, -np.inf), 1.0 - F[i, j]
 

@@ -552,6 +552,20 @@ class Master:
             self.h.clearSolver()
             self.h.run()
             status = _STATUS.get(self.h.getModelStatus(), "error")
+        if status == "error":  # then with dual simplex from scratch, keeping the options after
+            strategy = self.h.getOptionValue("simplex_strategy")
+            strategy = strategy[1] if isinstance(strategy, tuple) else strategy
+            self.h.setOptionValue("simplex_strategy", 1)
+            self.h.clearSolver()
+            self.h.run()
+            status = _STATUS.get(self.h.getModelStatus(), "error")
+            self.h.setOptionValue("simplex_strategy", strategy)
+        if status == "error":  # last: interior point with crossover (a basis again after it)
+            self.h.setOptionValue("solver", "ipm")
+            self.h.clearSolver()
+            self.h.run()
+            status = _STATUS.get(self.h.getModelStatus(), "error")
+            self.h.setOptionValue("solver", "simplex")
         self.run_s += time.perf_counter() - ts
         self.runs += 1
         if status != "optimal":
