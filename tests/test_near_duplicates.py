@@ -62,7 +62,10 @@ def check(res, inst, eps, ref):
                                           rel=1e-12)
     # relative 1e-6, or for a near-zero optimum the LP's 1e-9 feasibility tolerance times the loss
     assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-9 * inst.loss.max())
-    assert res.bound <= res.objective + 1e-9
+    # the bound is valid for the exact LP; the certified matrix may use the certificate's ε(1+1e-6)
+    # slack, so its objective can sit below the exact optimum by a hair (2.3e-9 in a hypothesis
+    # example): allow 1e-7 relative
+    assert res.bound <= res.objective + max(1e-9, 1e-7 * abs(res.objective))
 
 
 def with_near_duplicates(base, picks, seps, angle):

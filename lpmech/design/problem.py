@@ -244,7 +244,8 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
                 res.mechanism = res.certificate = None
         raise_for_status(res, problem.name)
     _attach(res, problem, raw)
-    res.status = gap_status(res.optimality, gap_tol)
+    scale = float(np.abs(problem.C).max(axis=1).sum())
+    res.status = gap_status(res.optimality, gap_tol, scale=scale)
     return res
 
 

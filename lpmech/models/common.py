@@ -83,7 +83,8 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     bound = None if res.optimality is None else res.optimality.bound
     res.mechanism, res.certificate = mech, cert
     res.optimality = OptimalityCertificate.from_values(objective, bound)
-    res.status = gap_status(res.optimality, gap_tol)
+    scale = float(np.sum(np.max(instance.prior[:, None] * instance.loss, axis=1)))
+    res.status = gap_status(res.optimality, gap_tol, scale=scale)
     res.stats.setdefault("model", name)
     res.stats["epsilon"] = float(epsilon)
     res.stats["gamma"] = float(gamma) if math.isfinite(gamma) else "inf"

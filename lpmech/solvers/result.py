@@ -132,18 +132,21 @@ def raise_for_status(res: Result, what: str) -> None:
                       result=res)
 
 
-#: a solve is ``optimal`` only when its certified gap is within this relative tolerance (or the
-#: absolute gap within ``GAP_ABS_TOL``, for optima near 0); otherwise ``feasible``
-GAP_TOL, GAP_ABS_TOL = 1e-6, 1e-9
+#: a solve is ``optimal`` only when its certified gap is within ``GAP_TOL`` relative, or within
+#: ``GAP_ABS_TOL``·scale absolute (for optima near 0; scale = Σ_i max_k p_i L_ik, the expected loss
+#: of the worst report, which bounds every objective); otherwise ``feasible``
+GAP_TOL, GAP_ABS_TOL = 1e-6, 1e-8
 
 
-def gap_status(optimality: OptimalityCertificate | None, gap_tol: float = GAP_TOL) -> str:
+def gap_status(optimality: OptimalityCertificate | None, gap_tol: float = GAP_TOL, *,
+               scale: float = 1.0) -> str:
     """``optimal`` if ``optimality`` carries a bound within ``gap_tol`` of the objective (relative,
-    or absolute ``GAP_ABS_TOL``), else ``feasible``: a mechanism without a proved bound is not
-    called optimal."""
+    or absolute ``GAP_ABS_TOL``·``scale``), else ``feasible``: a mechanism without a proved bound is
+    not called optimal. The absolute floor is what LP tolerances can resolve: HiGHS ends LPs whose
+    optimum is ~1e-5 of the loss scale (ε·d in the tens) with absolute gaps of a few 1e-9."""
     if optimality is None or optimality.gap_abs is None:
         return "feasible"
-    ok = optimality.gap_rel <= gap_tol or optimality.gap_abs <= GAP_ABS_TOL
+    ok = optimality.gap_rel <= gap_tol or optimality.gap_abs <= GAP_ABS_TOL * max(scale, 0.0)
     return "optimal" if ok else "feasible"
 
 

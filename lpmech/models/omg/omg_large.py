@@ -117,8 +117,8 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
 
 
 #: absolute gap floor of the OMG decomposition (loss units), under the certificate's absolute
-#: tolerance (:data:`lpmech.models.common.GAP_ABS_TOL`, 1e-9) with the stall rule's 2x: an optimum
-#: near 0 (large ε) still ends ``optimal``
+#: tolerance (:data:`lpmech.solvers.result.GAP_ABS_TOL`·scale, at least 1e-9 on unit losses) with
+#: the stall rule's 2x: an optimum near 0 (large ε) still ends ``optimal``
 ABS_TOL = 4e-10
 
 
