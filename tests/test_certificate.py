@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from lpmech.certificate import OptimalityCertificate, lagrangian_bound
+from lpmech.certificate import OptimalityCertificate, lagrangian_bound, trivial_bound
 from lpmech.errors import InputError
 from lpmech.solvers.highs import solve_lp
 
@@ -328,3 +328,33 @@ def test_warm_start_from_basis():
     assert warm2.objective == pytest.approx(ref.fun, rel=1e-8)
     assert warm2.bound == pytest.approx(ref.fun, rel=1e-8)
     assert warm2.stats["simplex_iterations"] <= cold2.stats["simplex_iterations"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), K=st.integers(1, 6), n=st.integers(1, 6))
+def test_trivial_bound_is_the_lp_minimum_over_row_stochastic_matrices(seed, K, n):
+    """Σ_i min_k C_ik equals min Σ C·z over row-stochastic z (an LP solved by linprog), so it is a
+    valid bound for every mechanism LP, whatever privacy rows it adds."""
+    rng = np.random.default_rng(seed)
+    C = rng.normal(size=(K, n))
+    A_eq = np.kron(np.eye(K), np.ones((1, n)))
+    ref = linprog(C.ravel(), A_eq=A_eq, b_eq=np.ones(K), bounds=(0, None), method="highs")
+    assert ref.status == 0
+    assert trivial_bound(C) == pytest.approx(ref.fun, rel=1e-9, abs=1e-12)
+    z = rng.dirichlet(np.ones(n), size=K)
+    assert trivial_bound(C) <= float((C * z).sum()) + 1e-12
+
+
+def test_certified_bound_near_zero_is_the_trivial_one():
+    """At ε·d in the tens the OMG optimum is ~1e-8; the Lagrangian bound from HiGHS' duals falls
+    below 0 there, and the certificate keeps the larger, valid bound Σ_i p_i min_k L_ik = 0
+    (a grid loss has L_ii = 0): the certified gap is the objective itself."""
+    from lpmech import instance as li
+    from lpmech.models import omg
+
+    inst = li.grid(5, 5).with_prior(np.random.default_rng(3).dirichlet(np.full(25, 0.1)))
+    res = omg.solve(inst, 20.0, method="full")
+    assert res.bound >= 0.0 == trivial_bound(inst.prior[:, None] * inst.loss)
+    assert res.optimality.gap_abs == pytest.approx(res.objective - res.bound, abs=1e-18)
+    assert res.objective == pytest.approx(float((inst.prior[:, None] * inst.loss
+                                                 * res.mechanism.matrix).sum()), rel=1e-12)

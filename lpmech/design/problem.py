@@ -13,7 +13,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ..certificate import OptimalityCertificate
+from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
 from ..solvers.result import Result, gap_status, raise_for_status
@@ -257,6 +257,8 @@ def _attach(res: Result, problem: Problem, raw) -> None:
     res.mechanism = Mechanism(Z, name=problem.name, certificate=cert)
     res.certificate = cert
     objective = math.fsum((problem.C * Z).ravel())
+    if bound is not None:  # the larger of the Lagrangian and the trivial bound (near-zero optima)
+        bound = max(bound, trivial_bound(problem.C))
     res.optimality = OptimalityCertificate.from_values(objective, bound)
     res.stats["certificates"] = [dataclasses.asdict(c) for c in certs]
     for c in certs:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..certificate import OptimalityCertificate
+from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..instance import Instance
 from ..mechanism import (
@@ -81,6 +81,8 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     mech = Mechanism(z, name=name, certificate=cert)
     objective = mech.expected_loss(instance.prior, instance.loss)
     bound = None if res.optimality is None else res.optimality.bound
+    if bound is not None:  # every row's expected loss is at least its smallest loss (sharper near 0)
+        bound = max(bound, trivial_bound(instance.prior[:, None] * instance.loss))
     res.mechanism, res.certificate = mech, cert
     res.optimality = OptimalityCertificate.from_values(objective, bound)
     scale = float(np.sum(np.max(instance.prior[:, None] * instance.loss, axis=1)))
