@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import io
 import logging
 import math
@@ -32,6 +31,7 @@ from . import io as lpio
 from .errors import InputError, LpmechError, error_status
 from .instance import Instance, grid, read_distances, read_edges, read_points
 from .progress import live_progress, verbose_logging
+from .solvers.highs import flush_c_stdio
 from .solvers.result import EXIT_CODES
 
 log = logging.getLogger("lpmech.cli")
@@ -297,15 +297,9 @@ def solver_log_to_stderr(verbose: bool):
         with err, contextlib.redirect_stdout(err):
             yield
     finally:
-        _flush_c_stdout()
+        flush_c_stdio()
         os.dup2(saved_stdout, 1)
         os.close(saved_stdout)
-
-
-def _flush_c_stdout() -> None:
-    """Flush the C library's stdio buffers (what HiGHS printed but did not flush yet)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).fflush(None)
 
 
 __all__ = ["DEFAULT_GRID", "add_instance_arguments", "apply_prior", "build_parser", "json_on_error",

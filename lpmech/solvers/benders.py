@@ -67,7 +67,7 @@ import scipy.sparse as sp
 
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
-from .highs import solve_lp
+from .highs import quiet_highs, solve_lp
 from .result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
@@ -289,8 +289,7 @@ def _run_lazy(c, lp, lo, hi, options, state):
     L.a_matrix_.start_ = sub.indptr.astype(np.int32)
     L.a_matrix_.index_ = sub.indices.astype(np.int32)
     L.a_matrix_.value_ = sub.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     for key, v in {**DEFAULT_OPTIONS, **(options or {})}.items():
         h.setOptionValue(key, v)
     h.passModel(L)
@@ -440,8 +439,7 @@ class _Master:
         lp.a_matrix_.start_ = A0.indptr.astype(np.int32)
         lp.a_matrix_.index_ = A0.indices.astype(np.int32)
         lp.a_matrix_.value_ = A0.data
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = quiet_highs()
         for k, v in (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9)):
             self.h.setOptionValue(k, v)
         self.h.passModel(lp)

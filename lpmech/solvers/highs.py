@@ -8,7 +8,12 @@ The lower bound in the result is the Lagrangian bound of the returned duals
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
+import os
+import sys
+import threading
 import time
 
 import highspy
@@ -45,12 +50,45 @@ def _inf(a) -> np.ndarray:
     return np.where(np.isposinf(a), highspy.kHighsInf, np.where(np.isneginf(a), -highspy.kHighsInf, a))
 
 
+_QUIET = threading.Lock()
+
+
+def flush_c_stdio() -> None:
+    """Flush the C library's stdio buffers (what HiGHS printed but did not flush yet)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).fflush(None)
+
+
+def quiet_highs() -> highspy.Highs:
+    """``highspy.Highs()`` with output off, without the banner HiGHS ≥ 1.16 prints to file
+    descriptor 1 when it is constructed (it would corrupt ``--json`` output on stdout). Every
+    ``Highs`` of the package is made here."""
+    with _QUIET:
+        sys.stdout.flush()
+        try:
+            saved = os.dup(1)
+        except OSError:  # no fd 1 (an embedding): nothing to protect
+            h = highspy.Highs()
+        else:
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.close(devnull)
+                h = highspy.Highs()
+                flush_c_stdio()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def new_highs(method: str = "simplex", *, time_limit: float | None = None,
               options: dict | None = None, verbose: bool = False) -> highspy.Highs:
     """A ``highspy.Highs`` with the package's default options, ``method`` and ``time_limit`` set."""
     if method not in METHODS:
         raise InputError(f"unknown HiGHS method {method!r}: use one of {METHODS}")
-    h = highspy.Highs()
+    h = quiet_highs()
     h.setOptionValue("output_flag", bool(verbose))
     for k, v in {**DEFAULT_OPTIONS, "solver": method, **(options or {})}.items():
         h.setOptionValue(k, v)

@@ -33,7 +33,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
 from ...errors import InputError, SolverError, TimeLimitError
-from ...solvers.highs import solve_lp
+from ...solvers.highs import quiet_highs, solve_lp
 from ...solvers.result import check_time_limit
 from ..common import raise_for_status
 from .lip import Scenario
@@ -193,7 +193,7 @@ class _ColumnPolytope:
         lp.a_matrix_.start_ = M.indptr.astype(np.int32)
         lp.a_matrix_.index_ = M.indices.astype(np.int32)
         lp.a_matrix_.value_ = M.data
-        self.h = highspy.Highs()
+        self.h = quiet_highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         self.h.setOptionValue("simplex_strategy", 4)  # primal simplex: a cost change keeps feasibility
@@ -226,7 +226,7 @@ class _RayMaster:
         self.scen, self.V, self.d, self.S = scenarios, V, d, len(scenarios)
         self.m2 = np.array([second_moment(s.prior, V) for s in scenarios])
         self.inf = highspy.kHighsInf
-        self.h = highspy.Highs()
+        self.h = quiet_highs()
         self.h.setOptionValue("output_flag", False)
         for k, v in {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}.items():
             self.h.setOptionValue(k, v)
@@ -623,7 +623,7 @@ class _SectionLP:
         lp.a_matrix_.start_ = M.indptr.astype(np.int32)
         lp.a_matrix_.index_ = M.indices.astype(np.int32)
         lp.a_matrix_.value_ = M.data
-        self.h = highspy.Highs()
+        self.h = quiet_highs()
         self.h.setOptionValue("output_flag", False)
         for k in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
             self.h.setOptionValue(k, 1e-10)
