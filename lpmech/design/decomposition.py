@@ -81,8 +81,7 @@ class PricingLP:
     MAX_ROUNDS = 10_000
 
     def __init__(self, notion: Notion, k: int):
-        K = notion.K
-        self.K = K
+        K = self.K = notion.K
         start = start_rows(notion, k)
         self.ub = np.ones(K)
         zeros = notion.zeros(k)
@@ -91,14 +90,18 @@ class PricingLP:
         self.oracle = notion.separator(k, start)
         self.repair = getattr(notion, "repair", None)
         self.zero_mask = self.ub == 0
-        self.h = new_highs("simplex", options=PRICING_OPTIONS)
-        self.h.addVars(K, np.zeros(K), self.ub)
         self.idx = np.arange(K, dtype=np.int32)
         self.r_row = np.zeros(0, np.int64)
         self.r_col = np.zeros(0, np.int64)
         self.r_val = np.zeros(0)
         self.n_rows = 0
+        self._init_model()
         self._add(start)
+
+    def _init_model(self) -> None:
+        """The HiGHS model before any row: K variables in [0, ub]."""
+        self.h = new_highs("simplex", options=PRICING_OPTIONS)
+        self.h.addVars(self.K, np.zeros(self.K), self.ub)
 
     def _add(self, A) -> None:
         import highspy
@@ -168,31 +171,16 @@ class DualPricingLP(PricingLP):
     (dual simplex next). ρ = w + Aᵀy is read from the column values: the same Lagrangian bound.
     """
 
-    def __init__(self, notion: Notion, k: int):
+    def _init_model(self) -> None:
+        """The dual model before any row: K rows ≥ 0 and the K columns of the box multipliers."""
         import highspy
 
-        K = notion.K
-        self.K = K
-        start = start_rows(notion, k)
-        self.ub = np.ones(K)
-        zeros = notion.zeros(k)
-        if zeros is not None:
-            self.ub[np.asarray(zeros, dtype=np.int64)] = 0.0
-        self.oracle = notion.separator(k, start)
-        self.repair = getattr(notion, "repair", None)
-        self.zero_mask = self.ub == 0
+        K, inf = self.K, highspy.kHighsInf
         self.h = new_highs("simplex", options=DUAL_PRICING_OPTIONS)
-        inf = highspy.kHighsInf
-        self.idx = np.arange(K, dtype=np.int32)
         self.h.addRows(K, np.zeros(K), np.full(K, inf), 0, np.zeros(K, np.int32),
                        np.zeros(0, np.int32), np.zeros(0))
         self.h.addCols(K, self.ub.copy(), np.zeros(K), np.full(K, inf), K,
                        np.arange(K, dtype=np.int32), self.idx, np.ones(K))
-        self.r_row = np.zeros(0, np.int64)
-        self.r_col = np.zeros(0, np.int64)
-        self.r_val = np.zeros(0)
-        self.n_rows = 0
-        self._add(start)
 
     def _add(self, A) -> None:
         import highspy
