@@ -10,6 +10,12 @@ states time(exact) / time(local) and the MSE difference (exact ≤ local, as exa
 
 Prints the table and writes ``benchmarks/results/lip_exact.csv`` and ``.png``.
 
+``--pricing-ratio EPS``: the histogram pricing alone. A Gowalla solve at ε = EPS runs for
+``--capture-time`` seconds recording every exact pricing problem; each is then solved again by the
+batched branch and bound (default) and by the one-node-at-a-time reference (``max_batch=1``), in
+this process: total times, their ratio and the largest difference of the bounds are printed
+(``benchmarks/results/lip_pricing_ratio.csv``).
+
     python benchmarks/lip_exact.py [--sizes 50] [--epsilons 0.5 1 2] [--tasks sum hist]
                                    [--time-limit 60] [--no-baseline] [--gowalla]
 """
@@ -47,7 +53,12 @@ def main(argv=None):
     ap.add_argument("--gowalla-time-limit", type=float, default=300.0)
     ap.add_argument("--baseline-time-limit", type=float, help="time limit of the local baseline "
                     "(default: the cell's limit)")
+    ap.add_argument("--pricing-ratio", type=float, metavar="EPS",
+                    help="time the batched histogram pricing against one node at a time (Gowalla, EPS)")
+    ap.add_argument("--capture-time", type=float, default=40.0)
     args = ap.parse_args(argv)
+    if args.pricing_ratio is not None:
+        return pricing_ratio(args)
     rows = []
     print(f"{'d':>3} {'prior':>9} {'task':>4} {'eps':>4} {'status':>15} {'time s':>8} {'MSE':>13} "
           f"{'rel gap':>8} {'rounds':>6} {'t/t_local':>9} {'MSE-local':>10}")
@@ -117,6 +128,61 @@ def main(argv=None):
     fig.tight_layout()
     fig.savefig(OUT / f"{args.out}.png", dpi=120)
     print(f"wrote {path} and {OUT / (args.out + '.png')}")
+
+
+def pricing_ratio(args):
+    """The batched separable branch and bound against one node at a time, on the exact pricing
+    problems of a Gowalla solve (module docstring)."""
+    from lip_001_figures import gowalla_prior
+
+    from lpmech.models.lip import lip_optimize as lo
+
+    P = gowalla_prior(10)[0]
+    orig, calls = lo.price_separable, []
+
+    def capture(*a, **k):
+        if k.get("max_nodes", 0) > 1000:  # the exact calls (not the capped ones between them)
+            calls.append((a, {key: v for key, v in k.items() if key != "pool"}))
+        return orig(*a, **k)
+
+    lo.price_separable = capture
+    try:
+        lip.solve(P, args.pricing_ratio, task="hist", method="exact", time_limit=args.capture_time)
+    except NotOptimalError:
+        pass
+    finally:
+        lo.price_separable = orig
+    rows = []
+    for i, (a, k) in enumerate(calls):
+        out = {"call": i}
+        for name, mb in (("batched", 64), ("one_node", 1)):
+            t0 = time.perf_counter()
+            ub, _, best, nodes = orig(*a, **k, max_batch=mb)
+            out |= {f"time_{name}_s": time.perf_counter() - t0, f"nodes_{name}": nodes,
+                    f"bound_{name}": ub, f"best_{name}": best}
+        rows.append(out)
+    tb = sum(r["time_batched_s"] for r in rows)
+    t1 = sum(r["time_one_node_s"] for r in rows)
+    print(f"Gowalla d = {P.size}, eps {args.pricing_ratio:g}: {len(rows)} exact pricing problems; batched "
+          f"{tb:.2f} s, one node at a time {t1:.2f} s, ratio {t1 / max(tb, 1e-12):.2f}x; nodes "
+          f"{sum(r['nodes_batched'] for r in rows)} vs {sum(r['nodes_one_node'] for r in rows)}")
+    path = write_csv(rows, "lip_pricing_ratio")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.loglog([r["time_one_node_s"] for r in rows], [r["time_batched_s"] for r in rows], "o", ms=3)
+    lim = [min(min(r["time_one_node_s"], r["time_batched_s"]) for r in rows),
+           max(max(r["time_one_node_s"], r["time_batched_s"]) for r in rows)]
+    ax.plot(lim, lim, "k--", lw=0.8)
+    ax.set_xlabel("one node at a time (s)")
+    ax.set_ylabel("batched (s)")
+    ax.set_title(f"LIP histogram pricing, Gowalla d = {P.size}, eps {args.pricing_ratio:g}")
+    fig.tight_layout()
+    fig.savefig(OUT / "lip_pricing_ratio.png", dpi=120)
+    print(f"wrote {path} and {OUT / 'lip_pricing_ratio.png'}")
 
 
 if __name__ == "__main__":
