@@ -127,30 +127,43 @@ class PricingLP:
             status = _STATUS.get(self.h.getModelStatus(), "error")
         return status
 
+    def _set_costs(self, w: np.ndarray) -> None:
+        self.h.changeColsCost(self.K, self.idx, w)
+
+    def _solve_round(self, rnd: int) -> str:
+        return self._run()
+
+    def _point(self, sol) -> np.ndarray:
+        return np.asarray(sol.col_value)
+
+    def _multipliers(self, sol) -> np.ndarray:
+        """Multipliers y ≤ 0 of the rows A v ≤ 0 (any y ≤ 0 gives a valid bound)."""
+        return np.minimum(np.asarray(sol.row_dual), 0.0)
+
     def price(self, w: np.ndarray):
         """``(v, value, rho)``: the optimum v, w·v, and reduced costs ρ = w − Aᵀy (y ≤ 0).
 
         The LP is solved with w scaled to max |w| = 1 (solver tolerances are absolute) and the
-        results scaled back.
+        results scaled back; rows come from the notion's oracle until v violates none.
         """
         scale = float(np.abs(w).max())
         if scale == 0.0:
             return np.zeros_like(w), 0.0, np.zeros_like(w)
-        self.h.changeColsCost(self.K, self.idx, w / scale)
+        self._set_costs(w / scale)
         for rnd in range(1, self.MAX_ROUNDS + 1):
-            status = self._run()
+            status = self._solve_round(rnd)
             if status != "optimal":
                 raise SolverError(f"pricing LP ended with status {status!r} after {rnd} rounds of "
                                   "row generation")
             sol = self.h.getSolution()
-            x = np.clip(np.asarray(sol.col_value), 0.0, self.ub)
+            x = np.clip(self._point(sol), 0.0, self.ub)
             cut = self.oracle(x)
             if cut is None or cut.shape[0] == 0:
                 break
             self._add(cut)
         else:
             raise SolverError(f"pricing LP: no end of row generation in {self.MAX_ROUNDS} rounds")
-        y = np.minimum(np.asarray(sol.row_dual), 0.0)  # rows A v ≤ 0: multipliers ≤ 0 are valid
+        y = self._multipliers(sol)
         aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
         v = x
         if self.repair is not None:  # solver noise off: a column exactly in the cone
@@ -197,40 +210,22 @@ class DualPricingLP(PricingLP):
         self.r_val = np.concatenate([self.r_val, A.data])
         self.n_rows += m
 
-    def _solve(self, strategy: int) -> str:
-        self.h.setOptionValue("simplex_strategy", strategy)
-        return self._run()
-
-    def price(self, w: np.ndarray):
+    def _set_costs(self, w: np.ndarray) -> None:
         import highspy
 
-        scale = float(np.abs(w).max())
-        if scale == 0.0:
-            return np.zeros_like(w), 0.0, np.zeros_like(w)
-        self.h.changeRowsBounds(self.K, self.idx, -w / scale, np.full(self.K, highspy.kHighsInf))
-        strategy = 1  # a new right-hand side: the basis stays dual feasible
-        for rnd in range(1, self.MAX_ROUNDS + 1):
-            status = self._solve(strategy)
-            if status != "optimal":
-                raise SolverError(f"pricing LP ended with status {status!r} after {rnd} rounds of "
-                                  "row generation")
-            sol = self.h.getSolution()
-            x = np.clip(np.asarray(sol.row_dual), 0.0, self.ub)
-            cut = self.oracle(x)
-            if cut is None or cut.shape[0] == 0:
-                break
-            self._add(cut)
-            strategy = 4  # new columns: the basis stays primal feasible
-        else:
-            raise SolverError(f"pricing LP: no end of row generation in {self.MAX_ROUNDS} rounds")
-        y = np.maximum(np.asarray(sol.col_value)[self.K:], 0.0)  # multipliers of the rows A v ≤ 0
-        aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
-        v = x
-        if self.repair is not None:
-            fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
-            if not fixed[self.zero_mask].any():
-                v = np.clip(fixed, 0.0, 1.0)
-        return v, float(w @ v), w + scale * aty
+        self.h.changeRowsBounds(self.K, self.idx, -w, np.full(self.K, highspy.kHighsInf))
+
+    def _solve_round(self, rnd: int) -> str:
+        # a new right-hand side keeps the basis dual feasible (dual simplex); new columns (rows of
+        # the primal) keep it primal feasible (primal simplex)
+        self.h.setOptionValue("simplex_strategy", 1 if rnd == 1 else 4)
+        return self._run()
+
+    def _point(self, sol) -> np.ndarray:
+        return np.asarray(sol.row_dual)
+
+    def _multipliers(self, sol) -> np.ndarray:
+        return -np.maximum(np.asarray(sol.col_value)[self.K:], 0.0)
 
 
 #: the pricing LP class (:class:`DualPricingLP`: measured faster on OMG, its basis stays K×K)

@@ -67,7 +67,7 @@ import scipy.sparse as sp
 
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
-from .highs import quiet_highs, solve_lp
+from .highs import highs_lp, quiet_highs, solve_lp
 from .result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
@@ -272,23 +272,13 @@ def _run_lazy(c, lp, lo, hi, options, state):
     ``state``, from an earlier answer for the same block: (the lazy rows in the model, in order;
     column and row basis statuses), the warm start. Returns (status, x, λ over all rows (0 on the
     rows left out), new state, simplex iterations, rounds)."""
-    from .highs import DEFAULT_OPTIONS, _inf, add_rows
+    from .highs import DEFAULT_OPTIONS, add_rows
 
     A1 = lp["A1"]
     m, n = A1.shape
     active = np.zeros(0, np.int64) if state is None else np.asarray(state[0], np.int64)
     order = np.concatenate([lp["core"], active])
-    sub = A1[order].tocsc()
-    L = highspy.HighsLp()
-    L.num_col_, L.num_row_ = n, order.size
-    L.col_cost_ = c
-    L.col_lower_, L.col_upper_ = _inf(lp["col_lo"]), _inf(lp["col_hi"])
-    L.row_lower_, L.row_upper_ = _inf(lo[order]), _inf(hi[order])
-    L.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    L.a_matrix_.num_col_, L.a_matrix_.num_row_ = n, order.size
-    L.a_matrix_.start_ = sub.indptr.astype(np.int32)
-    L.a_matrix_.index_ = sub.indices.astype(np.int32)
-    L.a_matrix_.value_ = sub.data
+    L = highs_lp(c, A1[order], lo[order], hi[order], lp["col_lo"], lp["col_hi"])
     h = quiet_highs()
     for key, v in {**DEFAULT_OPTIONS, **(options or {})}.items():
         h.setOptionValue(key, v)
@@ -423,22 +413,11 @@ class _Master:
     def __init__(self, problem: BendersProblem, retain=()):
         ny, M = problem.n_y, len(problem.blocks)
         self.ny, self.M = ny, M
-        lp = highspy.HighsLp()
-        lp.num_col_ = ny + M
-        lp.col_cost_ = np.concatenate([problem.alpha, np.ones(M)])
-        inf = highspy.kHighsInf
         w_lo = np.array([b.w_lower for b in problem.blocks], float)
-        lp.col_lower_ = np.nan_to_num(np.concatenate([problem.y_lo, w_lo]), neginf=-inf)
-        lp.col_upper_ = np.nan_to_num(np.concatenate([problem.y_hi, np.full(M, np.inf)]), posinf=inf)
-        A0 = sp.hstack([problem.master_A, sp.csr_matrix((problem.master_A.shape[0], M))]).tocsc()
-        lp.num_row_ = A0.shape[0]
-        lp.row_lower_ = np.nan_to_num(np.asarray(problem.master_lo, float), neginf=-inf)
-        lp.row_upper_ = np.nan_to_num(np.asarray(problem.master_hi, float), posinf=inf)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ny + M, A0.shape[0]
-        lp.a_matrix_.start_ = A0.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A0.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A0.data
+        A0 = sp.hstack([problem.master_A, sp.csr_matrix((problem.master_A.shape[0], M))])
+        lp = highs_lp(np.concatenate([problem.alpha, np.ones(M)]), A0, problem.master_lo,
+                      problem.master_hi, np.concatenate([problem.y_lo, w_lo]),
+                      np.concatenate([problem.y_hi, np.full(M, np.inf)]))
         self.h = quiet_highs()
         for k, v in (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9)):
             self.h.setOptionValue(k, v)

@@ -105,6 +105,28 @@ def add_rows(h: highspy.Highs, A, lo, hi) -> None:
               A.indices.astype(np.int32), A.data)
 
 
+def highs_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0) -> highspy.HighsLp:
+    """The ``highspy.HighsLp`` of min c·x + offset, row_lo ≤ A x ≤ row_hi, col_lo ≤ x ≤ col_hi
+    (``A`` dense or scipy-sparse, ±inf for a missing side), column-wise: the one builder of the
+    package's bulk models."""
+    A = sp.csc_matrix(A, dtype=float)
+    A.eliminate_zeros()
+    A.sort_indices()
+    m, n = A.shape
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = np.asarray(c, float)
+    lp.offset_ = float(offset)
+    lp.col_lower_, lp.col_upper_ = _inf(col_lo), _inf(col_hi)
+    lp.row_lower_, lp.row_upper_ = _inf(row_lo), _inf(row_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, m
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data
+    return lp
+
+
 def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
              method: str = "simplex", time_limit: float | None = None, warm_start=None,
              want_ray: bool = False, options: dict | None = None, verbose: bool = False) -> Result:
@@ -134,17 +156,7 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
         raise InputError(f"LP arrays do not fit A of shape {A.shape}")
 
     t0 = time.perf_counter()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, m
-    lp.col_cost_ = c
-    lp.offset_ = float(offset)
-    lp.col_lower_, lp.col_upper_ = _inf(col_lo), _inf(col_hi)
-    lp.row_lower_, lp.row_upper_ = _inf(row_lo), _inf(row_hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, m
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data
+    lp = highs_lp(c, A, row_lo, row_hi, col_lo, col_hi, offset=offset)
 
     h = new_highs(method, time_limit=time_limit, options=options, verbose=verbose)
     h.passModel(lp)

@@ -33,7 +33,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
 from ...errors import InputError, SolverError, TimeLimitError
-from ...solvers.highs import quiet_highs, solve_lp
+from ...solvers.highs import highs_lp, quiet_highs, solve_lp
 from ...solvers.result import check_time_limit
 from ..common import raise_for_status
 from .lip import Scenario
@@ -172,6 +172,14 @@ def _utility_and_grad(Q, s: Scenario, V):
     return F, grad
 
 
+def _section_lp(A):
+    """The LP of the cone section {r ∈ [0, 1]^d : A r ≤ 0, Σ r = 1} with zero costs (the pricing
+    loops change only the costs)."""
+    m, d = A.shape
+    return highs_lp(np.zeros(d), np.vstack([A, np.ones((1, d))]), np.r_[np.full(m, -np.inf), 1.0],
+                    np.r_[np.zeros(m), 1.0], np.zeros(d), np.ones(d))
+
+
 class _ColumnPolytope:
     """The normalised cone section S = {r ≥ 0, Σ r = 1, A r ≤ 0} as a HiGHS model built once;
     :meth:`argmax` changes only the costs (the pricing loop solves many tiny LPs)."""
@@ -180,21 +188,8 @@ class _ColumnPolytope:
         import highspy
 
         self.d = d
-        M = sp.csc_matrix(np.vstack([A, np.ones((1, d))]))
-        M.eliminate_zeros()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = d, M.shape[0]
-        lp.col_cost_ = np.zeros(d)
-        lp.col_lower_, lp.col_upper_ = np.zeros(d), np.ones(d)
-        lp.row_lower_ = np.r_[np.full(A.shape[0], -highspy.kHighsInf), 1.0]
-        lp.row_upper_ = np.r_[np.zeros(A.shape[0]), 1.0]
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = d, M.shape[0]
-        lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = M.indices.astype(np.int32)
-        lp.a_matrix_.value_ = M.data
+        lp = _section_lp(A)
         self.h = quiet_highs()
-        self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         self.h.setOptionValue("simplex_strategy", 4)  # primal simplex: a cost change keeps feasibility
         self.h.passModel(lp)
@@ -643,21 +638,8 @@ class _SectionLP:
         self.P = P
         An = A / P[None, :]
         An = An / np.maximum(np.abs(An).max(axis=1, keepdims=True), 1e-300)
-        M = sp.csc_matrix(np.vstack([An, np.ones((1, d))]))
-        M.eliminate_zeros()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = d, M.shape[0]
-        lp.col_cost_ = np.zeros(d)
-        lp.col_lower_, lp.col_upper_ = np.zeros(d), np.ones(d)
-        lp.row_lower_ = np.r_[np.full(A.shape[0], -highspy.kHighsInf), 1.0]
-        lp.row_upper_ = np.r_[np.zeros(A.shape[0]), 1.0]
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = d, M.shape[0]
-        lp.a_matrix_.start_ = M.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = M.indices.astype(np.int32)
-        lp.a_matrix_.value_ = M.data
+        lp = _section_lp(An)
         self.h = quiet_highs()
-        self.h.setOptionValue("output_flag", False)
         for k in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
             self.h.setOptionValue(k, 1e-10)
         self.h.passModel(lp)
