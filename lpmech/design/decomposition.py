@@ -104,19 +104,24 @@ class PricingLP:
         self.h.addVars(self.K, np.zeros(self.K), self.ub)
 
     def _add(self, A) -> None:
-        import highspy
-
+        """Add the rows A v ≤ 0 to the model and to the kept copy of A (for the bound)."""
         A = sp.csr_matrix(A, dtype=float)
         m = A.shape[0]
         if m == 0:
             return
-        self.h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), A.nnz,
-                       A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+        self._insert(A)
         counts = np.diff(A.indptr)
         self.r_row = np.concatenate([self.r_row, self.n_rows + np.repeat(np.arange(m), counts)])
         self.r_col = np.concatenate([self.r_col, A.indices])
         self.r_val = np.concatenate([self.r_val, A.data])
         self.n_rows += m
+
+    def _insert(self, A: sp.csr_matrix) -> None:
+        import highspy
+
+        m = A.shape[0]
+        self.h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), A.nnz,
+                       A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
 
     def _run(self) -> str:
         self.h.run()
@@ -195,20 +200,12 @@ class DualPricingLP(PricingLP):
         self.h.addCols(K, self.ub.copy(), np.zeros(K), np.full(K, inf), K,
                        np.arange(K, dtype=np.int32), self.idx, np.ones(K))
 
-    def _add(self, A) -> None:
-        import highspy
+    def _insert(self, A: sp.csr_matrix) -> None:
+        import highspy  # a row of the primal is a column y_r ≥ 0 of the dual
 
-        A = sp.csr_matrix(A, dtype=float)
         m = A.shape[0]
-        if m == 0:
-            return
         self.h.addCols(m, np.zeros(m), np.zeros(m), np.full(m, highspy.kHighsInf), A.nnz,
                        A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
-        counts = np.diff(A.indptr)
-        self.r_row = np.concatenate([self.r_row, self.n_rows + np.repeat(np.arange(m), counts)])
-        self.r_col = np.concatenate([self.r_col, A.indices])
-        self.r_val = np.concatenate([self.r_val, A.data])
-        self.n_rows += m
 
     def _set_costs(self, w: np.ndarray) -> None:
         import highspy
