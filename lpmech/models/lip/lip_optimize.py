@@ -215,7 +215,7 @@ class _RayMaster:
     (a binomial tail) give well-scaled rows and duals; rays of zero mass are not needed (the inputs
     of zero prior are free). :meth:`solve` returns the weights and duals of the unscaled LP."""
 
-    def __init__(self, scenarios, V, d: int, *, scaled: bool = False):
+    def __init__(self, scenarios, V, d: int, *, scaled: bool = False, dual_tol: float = 1e-9):
         import highspy
 
         self.scen, self.V, self.d, self.S = scenarios, V, d, len(scenarios)
@@ -223,7 +223,8 @@ class _RayMaster:
         self.inf = highspy.kHighsInf
         self.h = quiet_highs()
         self.h.setOptionValue("output_flag", False)
-        for k, v in {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}.items():
+        self.dual_tol = dual_tol
+        for k, v in {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": dual_tol}.items():
             self.h.setOptionValue(k, v)
         self.scaled = scaled and self.S == 1
         P = scenarios[0].prior
@@ -247,6 +248,11 @@ class _RayMaster:
         self.rays: list[np.ndarray] = []
         self.lam: list[float] = []
         self.ok = highspy.HighsModelStatus.kOptimal
+
+    def set_dual_tol(self, tol: float) -> None:
+        if tol != self.dual_tol:
+            self.dual_tol = tol
+            self.h.setOptionValue("dual_feasibility_tolerance", tol)
 
     def add(self, rays) -> None:
         P = self.scen[0].prior
@@ -457,21 +463,24 @@ def _relax_batch(P, alpha, y, LO, HI):
 
 def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, rel: float = 0.0,
                     max_nodes: int = 100_000, pool: list | None = None, stop_above: float = math.inf,
-                    max_batch: int = 64):
+                    max_batch: int = 64, enough: float = -math.inf):
     """Exact max of Σ_x α_x c_x² + y_x c_x (α ≥ 0) over B = {lo ≤ c ≤ hi, P·c = 1} by spatial branch
     and bound: ``(upper bound, best point, its value, nodes)``.
 
     A node is a sub-box; its relaxation replaces each convex term by its secant on the node's
     interval (an over-estimate, exact at both ends), a linear function maximised greedily. At most one
     coordinate is strictly inside its interval, so the node's gap is α_j (c_j − lo_j)(hi_j − c_j), and
-    the node is split there. A node is pruned when its bound is within ``tol + rel·max(best, 0)`` of the
-    best point (``rel > 0``: an early stop while the best gain is large; the returned upper bound
-    still covers every pruned node, so it is valid whatever ``rel`` and ``max_nodes``). ``pool``: a
-    list that receives ``(value, point)`` for node points of value above ``tol`` (the 16 best of each
-    batch at least; more columns
-    per pricing call). ``stop_above``: stop as soon as a point's value exceeds it (the caller has no
-    use for a bound above it); the returned upper bound is still valid. ``max_batch``: nodes expanded
-    per step (their children are relaxed together as arrays; 1: one node at a time, the reference).
+    the node is split there.
+    A node is pruned when its bound is within ``tol + rel·max(best, 0)`` of the best point (``rel > 0``:
+    an early stop while the best gain is large; the returned upper bound still covers every pruned node,
+    so it is valid whatever ``rel`` and ``max_nodes``). ``pool``: a list that receives ``(value,
+    point)`` for node points of value above ``tol`` (the 16 best of each batch at least; more columns
+    per pricing call). ``stop_above``: stop as soon as a point's value exceeds it (the caller has no use
+    for a bound above it); the returned upper bound is still valid. ``max_batch``: nodes expanded per
+    step (their children are relaxed together as arrays; 1: one node at a time, the reference).
+    ``enough``: the caller only needs to know whether the max is ≤ ``enough`` (column generation: the δ
+    that certifies the gap), so a node whose bound is ≤ it is pruned as well; the returned upper bound
+    is valid (≤ ``enough`` when no point above it exists and the search ends).
     """
     P, alpha, y = (np.asarray(v, float) for v in (P, alpha, y))
 
@@ -496,7 +505,7 @@ def price_separable(P, alpha, y, lo: float, hi: float, *, tol: float = 0.0, rel:
         return vals[b], C[b], vals[b], 0
 
     def cut():
-        return best + tol + rel * max(best, 0.0)
+        return max(best + tol + rel * max(best, 0.0), enough)
 
     # best-first, a batch of the most promising nodes at a time, each batch's children relaxed
     # together as arrays (numpy per batch, not Python per node); the batch grows from 16 to max_batch
@@ -554,7 +563,11 @@ class ExactPricing:
 
     Exact for a rank-one value matrix (summation, weighted sum, survey: :func:`price_rank1`) and for
     value matrices with orthogonal rows (histogram: :func:`price_separable`). :meth:`make` returns
-    ``None`` for any other family or task."""
+    ``None`` for any other family or task. Its gains are per unit of mass (λ = 1), as are the reduced
+    costs of the posterior-form master (``scaled_master``), so the master's dual tolerance and the
+    column threshold are on the scale of the gap they must close."""
+
+    scaled_master = True
 
     def __init__(self, P, V, lo, hi, kind):
         self.supp = P > 0
@@ -598,12 +611,14 @@ class ExactPricing:
         return [r / r.sum() for r in rays]
 
     def __call__(self, y, mu: float, tol: float, bound_tol: float | None = None, cheap: bool = False,
-                 useless: float = math.inf):
+                 useless: float = math.inf, enough: float = -math.inf):
         """``(δ, rays)``: δ an upper bound on max gain over the section (exact up to ``bound_tol``,
         default ``0.1·tol``), and the improving points found (gain > ``tol``), as full-length rays
         normalised to Σ = 1. ``cheap``: cap the branch and bound at ``cheap_nodes`` nodes (δ stays a
         valid, looser bound; column generation uses it between exact rounds). ``useless``: a δ above it
-        is of no use to the caller, so the search may stop once a point's gain exceeds it."""
+        is of no use to the caller, so the search may stop once a point's gain exceeds it. ``enough``:
+        a δ at or below it is all the caller needs (it certifies the gap): the branch and bound prunes
+        below it (:func:`price_separable`)."""
         ys = np.asarray(y, float)[self.supp]
         if self.kind == "rank1":
             w = math.sqrt(max(mu, 0.0)) * self.V[:, 0] * self.P
@@ -616,7 +631,8 @@ class ExactPricing:
             delta, _, _, nodes = price_separable(self.P, alpha, ys, self.lo, self.hi,
                                                     tol=0.1 * tol if bound_tol is None else bound_tol,
                                                     rel=self.rel, pool=pool, stop_above=useless,
-                                                    max_nodes=self.cheap_nodes if cheap else 100_000)
+                                                    max_nodes=self.cheap_nodes if cheap else 100_000,
+                                                    enough=enough)
             self.nodes += nodes
             pool.sort(key=lambda t: -t[0])
             pts = [c for v, c in pool if v > tol][:self.top]
@@ -779,7 +795,7 @@ class LPRank1Pricing:
         return list(rays)
 
     def __call__(self, y, mu: float, tol: float, bound_tol: float | None = None, cheap: bool = False,
-                 useless: float = math.inf):
+                 useless: float = math.inf, enough: float = -math.inf):
         ys = np.asarray(y, float)[self.supp]
         w = math.sqrt(max(mu, 0.0)) * self.v * self.P
         delta, pts, gains, lps = price_rank1_lp(self.section, w, ys,
@@ -805,6 +821,14 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
 
     and the loop stops when the master's MSE is within ``gap_tol`` (relative to the MSE; absolute
     ``abs_tol``, default 1e-9·E‖V‖², for an MSE near 0) of the best bound.
+
+    Tolerances. The master is in posterior form when the pricing says so (``scaled_master``: the
+    reduced cost of a column is then its gain per unit of mass, the unit of δ), its dual feasibility
+    tolerance is at most 1 % of the absolute gap target, and a column enters only if its gain is
+    above 10 times that tolerance (a column below the master's tolerance would never enter its basis
+    and would come back every round) and is not already in the master. The pricing is told the δ
+    that certifies the gap at its duals (``enough``), so that it need not separate the many
+    near-optimal columns below it (all the basic columns have gain ≈ 0 near the optimum).
     Returns ``(Q, mse_bound, info)`` with ``info["stop"]`` one of ``"optimal"``, ``"time_limit"``,
     ``"iteration_limit"``, ``"feasible"`` (the pricing's node cap left the gap open).
     """
@@ -819,48 +843,76 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
             rays += [c / c.sum() for c in W.T if c.sum() > 1e-12]
     rays.append(np.full(d, 1.0 / d))  # the uniform column: always in the cone
     rays += pricing.initial_rays()
-    master = _RayMaster(scenarios, V, d, scaled=getattr(pricing, "scaled_master", False))
-    master.add(np.unique(np.round(np.array(rays), 13), axis=0))
-    best_lb, rounds, stop, center, mispriced = -math.inf, 0, "optimal", None, 0
-    off = P == 0
     if abs_tol is None:
         abs_tol = 1e-9 * max(m2, 1e-300)
+    scaled = getattr(pricing, "scaled_master", False)
+    master = _RayMaster(scenarios, V, d, scaled=scaled)
+    seen: set[bytes] = set()
+
+    def key(r):
+        return np.round(r / r.sum(), 12).tobytes()
+
+    def add(new):
+        fresh = []
+        for r in new:
+            k = key(r)
+            if k not in seen:
+                seen.add(k)
+                fresh.append(r)
+        master.add(fresh)
+
+    add(np.unique(np.round(np.array(rays), 13), axis=0))
+    best_lb, rounds, stop, center, mispriced, repeats = -math.inf, 0, "optimal", None, 0, 0
+    off = P == 0
 
     def bound_at(y, delta):  # the Lagrangian bound on the MSE at duals (y, μ = 1)
         return m2 - (max(delta, 0.0) - float(y.sum()) + float(np.maximum(y[off], 0).sum()))
+
+    def gain(r, y):  # reduced-cost gain, per unit of mass when the master is scaled
+        g = float(r @ y + column_utility(r[:, None], P, V)[0])
+        return g / max(float(P @ r), 1e-300) if scaled else g
+
+    def price(yy, cheap, rd):
+        """Price at duals yy; update the best bound; the improving columns not yet in the master."""
+        nonlocal best_lb, center, repeats
+        # the δ that certifies the gap at yy (a little inside, for round-off)
+        enough = 0.98 * rd["gap_abs"] - rd["mse"] + m2 + float(yy.sum()) \
+            - float(np.maximum(yy[off], 0).sum())
+        delta, new = pricing(yy, 1.0, rd["tol"], rd["btol"], cheap, enough=enough)
+        lb = bound_at(yy, delta)
+        if lb > best_lb:
+            best_lb, center = lb, yy
+        new = [r for r in new if gain(r, rd["y"]) > rd["add_tol"]]
+        fresh = [r for r in new if key(r) not in seen]
+        repeats += len(new) - len(fresh)
+        return fresh
 
     while True:
         rounds += 1
         w, util, y, _ = master.solve()  # μ = 1: one scenario, t is free
         mse = -util
+        gap_abs = max(gap_tol * abs(mse), abs_tol)
+        master.set_dual_tol(float(np.clip(0.01 * gap_abs, 1e-10, 1e-9)))  # for the next solves
         scale = max(abs(mse), abs_tol / gap_tol)
         tol = 1e-3 * gap_tol * scale
-        btol = 0.05 * gap_tol * scale  # the bound may lose 5 % of the gap target
+        # a column must beat the master's own dual tolerance (scaled master: per unit of mass, the
+        # unit of the gains) by a margin, else HiGHS may leave it out and it comes back
+        rd = {"y": y, "mse": mse, "gap_abs": gap_abs, "tol": tol,
+              "btol": 0.05 * gap_tol * scale,  # the bound may lose 5 % of the gap target
+              "add_tol": max(tol, 10 * master.dual_tol) if scaled else tol}
         # Wentges smoothing: price at a point between the best-bound duals and the master's duals;
         # the bound is valid at any duals, a column is kept only if it improves the master
         ys = y if center is None else smoothing * center + (1 - smoothing) * y
         cheap = rounds % exact_every != 0  # a capped pricing between exact ones: columns fast
-        delta, new = pricing(ys, 1.0, tol, btol, cheap)
-        lb = bound_at(ys, delta)
-        if lb > best_lb:
-            best_lb, center = lb, ys
-        gains = [float(r @ y + column_utility(r[:, None], P, V)[0]) for r in new]
-        new = [r for r, g in zip(new, gains, strict=True) if g > tol]
+        new = price(ys, cheap, rd)
         if not new and ys is not y:  # mispricing: price at the master's own duals
             mispriced += 1
-            delta, new = pricing(y, 1.0, tol, btol, cheap)
-            lb = bound_at(y, delta)
-            if lb > best_lb:
-                best_lb, center = lb, y
-        if not new and cheap:  # the capped search found nothing: price exactly
-            delta, new = pricing(y, 1.0, tol, btol, False)
-            new = [r for r in new if float(r @ y + column_utility(r[:, None], P, V)[0]) > tol]
-            lb = bound_at(y, delta)
-            if lb > best_lb:
-                best_lb, center = lb, y
+            new = price(y, cheap, rd)
+        if not new and cheap and mse - best_lb > gap_abs:  # the capped search found nothing: exactly
+            new = price(y, False, rd)
         if progress is not None:
             progress.update(round=rounds, mse=mse, bound=best_lb, rays=len(master.rays))
-        if mse - best_lb <= max(gap_tol * abs(mse), abs_tol):
+        if mse - best_lb <= gap_abs:
             break
         if not new:  # the pricing found no column but could not close the gap (node cap)
             stop = "feasible"
@@ -871,7 +923,7 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             stop = "time_limit"
             break
-        master.add(new)
+        add(new)
     R = np.array(master.rays)
     used = w > 1e-12
     Q = (R[used] * w[used, None]).T
@@ -879,7 +931,8 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
     if empty.any():
         Q[empty, int(np.argmax(P @ Q))] = 1.0
     info = {"rounds": rounds, "rays": int(R.shape[0]), "stop": stop, "pricing": pricing.kind,
-            "bb_nodes": pricing.nodes, "master_mse": mse, "mispriced": mispriced}
+            "bb_nodes": pricing.nodes, "master_mse": mse, "mispriced": mispriced,
+            "repeated_columns": repeats}
     log.info("exact column generation: %d rounds, %d rays, MSE %.12g, bound %.12g (%s)", rounds,
              R.shape[0], mse, best_lb, stop)
     return _order_columns(Q), best_lb, info
