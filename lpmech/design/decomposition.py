@@ -95,6 +95,7 @@ class PricingLP:
         self.r_col = np.zeros(0, np.int64)
         self.r_val = np.zeros(0)
         self.n_rows = 0
+        self.cold_retries = 0
         self._init_model()
         self._add(start)
 
@@ -155,6 +156,27 @@ class PricingLP:
         if scale == 0.0:
             return np.zeros_like(w), 0.0, np.zeros_like(w)
         self._set_costs(w / scale)
+        for attempt in range(2):
+            x, sol = self._solve()
+            y = self._multipliers(sol)
+            aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
+            rho = w / scale - aty
+            # a warm restart can end with duals that are feasible only to the tolerance of a basis
+            # found for other costs: when its bound is loose against its own value, solve cold once
+            loose = float(w @ x) / scale - float(lagrangian(rho, self.ub))
+            if attempt or loose <= COLD_RETRY_GAP * max(1.0, self.K * 1e-2):
+                break
+            self.h.clearSolver()
+            self.cold_retries += 1
+        v = x
+        if self.repair is not None:  # solver noise off: a column exactly in the cone
+            fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
+            if not fixed[self.zero_mask].any():
+                v = np.clip(fixed, 0.0, 1.0)
+        return v, float(w @ v), scale * rho
+
+    def _solve(self):
+        """Solve with rows from the oracle until the point violates none: (point, solution)."""
         for rnd in range(1, self.MAX_ROUNDS + 1):
             status = self._solve_round(rnd)
             if status != "optimal":
@@ -164,18 +186,9 @@ class PricingLP:
             x = np.clip(self._point(sol), 0.0, self.ub)
             cut = self.oracle(x)
             if cut is None or cut.shape[0] == 0:
-                break
+                return x, sol
             self._add(cut)
-        else:
-            raise SolverError(f"pricing LP: no end of row generation in {self.MAX_ROUNDS} rounds")
-        y = self._multipliers(sol)
-        aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
-        v = x
-        if self.repair is not None:  # solver noise off: a column exactly in the cone
-            fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
-            if not fixed[self.zero_mask].any():
-                v = np.clip(fixed, 0.0, 1.0)
-        return v, float(w @ v), w - scale * aty
+        raise SolverError(f"pricing LP: no end of row generation in {self.MAX_ROUNDS} rounds")
 
 
 class DualPricingLP(PricingLP):
@@ -227,6 +240,9 @@ class DualPricingLP(PricingLP):
 
 #: the pricing LP class (:class:`DualPricingLP`: measured faster on OMG, its basis stays K×K)
 PRICING_LP = DualPricingLP
+#: a pricing LP whose Lagrangian bound is looser than this (per unit of max |w|, ×max(1, K/100))
+#: against its own value is solved again from scratch once (:meth:`PricingLP.price`)
+COLD_RETRY_GAP = 1e-8
 DUAL_PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10,
                         "presolve": "off"}
 
