@@ -569,7 +569,7 @@ def counts_denominator(P, *, max_den: int = 400_000):
         if N > max_den:
             return None
         c = P * N
-        if np.abs(c - np.round(c)).max() <= 1e-6 and int(np.round(c).sum()) == N:
+        if np.abs(c - np.round(c)).max() <= 1e-8 and int(np.round(c).sum()) == N:
             return N
     return None
 
