@@ -3,6 +3,8 @@
 * lazy block rows: a subproblem solved with its lazy rows added only when violated has the value
   of the full LP (HiGHS on all rows) and a cut that is tight there and valid elsewhere;
 * partial Benders (retained blocks, ``retain_after``): the monolithic optimum, certified;
+* the whole LP by row generation over the lazy rows (the retention endgame): the optimum of HiGHS
+  on all rows, a feasible point of all rows, a Lagrangian bound valid for the whole LP;
 * CLR-Geo's master rows with the mass the ties force on free entries: satisfied by the
   monolithic optimum of the whole LP (valid), and stronger than the plain unit rows;
 * the cross-user GV sweep over nonzeros: equal to the definition evaluated pair by pair;
@@ -17,7 +19,14 @@ import scipy.sparse as sp
 
 from lpmech import datasets as ds
 from lpmech.models import lrgeo
-from lpmech.solvers.benders import BendersProblem, Block, solve_benders, solve_block, solve_monolithic
+from lpmech.solvers.benders import (
+    BendersProblem,
+    Block,
+    solve_benders,
+    solve_block,
+    solve_monolithic,
+    solve_whole_lazy,
+)
 from lpmech.solvers.highs import solve_lp
 
 GRID = ds.synthetic_road_grid(6, 6, cell_km=0.9, rng=np.random.default_rng(3))
@@ -89,6 +98,29 @@ def test_benders_with_lazy_rows_and_retention_equals_monolithic(seed):
             assert res.stats["iterations"] == 1
         if "retain_after" in extra:
             assert res.stats["iterations"] <= 2
+
+
+@pytest.mark.parametrize("source", ["random", "clr"])
+def test_whole_lp_with_lazy_rows_equals_all_rows(source):
+    prob = lazy_problem(5) if source == "random" else clr(3.0, 1.0).problem
+    c, A, lo, hi, clo, chi = prob.as_lp()
+    full = solve_lp(c, A, lo, hi, clo, chi)  # HiGHS on every row at once
+    assert full.status == "optimal"
+    states = None
+    if source == "clr":  # seeded with the lazy rows the blocks held at some y (as in solve_benders)
+        y = np.full(prob.n_y, 0.3) * np.minimum(prob.y_hi, 1.0)
+        states = [solve_block(b, y, penalty=1e4)["basis"] for b in prob.blocks]
+    res = solve_whole_lazy(prob, states=states)
+    assert res.status == "optimal"
+    assert res.stats["rows_in_model"] < A.shape[0]  # some rows were never needed
+    assert res.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+    ax = A @ res.x  # feasible for every row, also those never in the model
+    assert (ax >= lo - 1e-8).all() and (ax <= hi + 1e-8).all()
+    assert (res.x >= clo - 1e-9).all() and (res.x <= chi + 1e-9).all()
+    assert float(c @ res.x) == pytest.approx(res.objective, abs=1e-12)
+    # its bound is certified for the whole LP: at most the optimum of all rows, and close to it
+    assert res.bound <= full.objective + 1e-8
+    assert res.bound == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
 
 
 def clr(epsilon, r_exp, **kw):
