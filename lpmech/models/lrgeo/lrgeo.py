@@ -58,13 +58,17 @@ _COSTS = ("upper", "true", "lower")
 #: presolve the block LPs agree with the monolithic LP.
 BLOCK_OPTIONS = {"presolve": "off"}
 #: ``retain_after="auto"``: below this many nonzeros in the CLR-Geo LP, every block joins the Benders
-#: master after RETAIN_AFTER block passes without a certified gap. Measured (issue 13, loaded 2-core
-#: machine): 8×8 sweep cells with 5 users (3.5·10⁴ nonzeros) and Rome with 10 users where the ties
-#: bind (1.4·10⁵) solve whole in 0.2–7 s while cuts alone need 57–200 passes there; Rome with 50
-#: users at ε = 3, r_exp = 1.5 (6.7·10⁵) ran 415 s whole and ended in a HiGHS error, so larger LPs
-#: stay with the cuts. At the paper's parameters Benders certifies in two iterations and never
-#: retains.
-RETAIN_NNZ = 400_000
+#: master after RETAIN_AFTER block passes without a certified gap, and the whole LP is solved by row
+#: generation over the Geo-Ind rows (:func:`~lpmech.solvers.benders.solve_whole_lazy`). Measured
+#: (issue 13, loaded 2-core machine): 8×8 sweep cells with 5 users (3.5·10⁴ nonzeros) and Rome with
+#: 10 users where the ties bind (1.4·10⁵) solve whole in 0.2–3 s while cuts alone need 57–200
+#: passes there; Rome with 50 users at ε = 3, r_exp = 1.5 (6.7·10⁵): 150 s in all (the whole LP
+#: with lazy rows 139 s, 5.8·10⁴ of 2.5·10⁵ rows) against 342 s for the cuts alone (146
+#: iterations) and a HiGHS error after 150 s for the monolithic LP. With 200 users (2.7·10⁶) the
+#: whole LP with lazy rows ends in a HiGHS solve error (the basis of ~1.4·10⁵ rows is numerically
+#: singular), so larger LPs stay with the cuts. At the paper's parameters Benders certifies in two
+#: iterations and never retains.
+RETAIN_NNZ = 1_000_000
 RETAIN_AFTER = 1
 
 
@@ -715,8 +719,9 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     ``retain_after``: Benders iterations after which every user's block joins the master (partial
     Benders with full retention: the next master is the whole CLR-Geo LP plus the cuts, and
     certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` block passes when the
-    CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP solves in seconds while
-    the cuts need 80–200 iterations where the ties bind, issue 13), else never.
+    CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP, by row generation over
+    the Geo-Ind rows, solves faster than the cuts, which need 80–200 iterations where the ties bind,
+    issue 13), else never.
     """
     t0 = time.perf_counter()
     P = params
