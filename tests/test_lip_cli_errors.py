@@ -21,7 +21,7 @@ def test_epsilon_out_of_range_is_input_error(capsys, eps):
     code, out = run(capsys, "--prior", "0.2,0.3,0.5", "--epsilon", eps)
     assert code == 2
     line = out.err.strip().splitlines()[-1]
-    assert "usable range" in line and "1e-09 <= epsilon <= 30" in line
+    assert "usable range" in line and "1e-09 <= epsilon <= 12" in line
     assert "report" not in out.err
 
 
