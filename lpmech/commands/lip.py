@@ -54,7 +54,7 @@ def register(sub, common) -> None:
                    help="latent secret G: rows Pr(X | G=g) separated by ';' (default G = X); the "
                         "prior must be a mixture of these rows")
     p.add_argument("--epsilon", type=float, default=1.0,
-                   help="privacy budget, 1e-9 <= epsilon <= 30 (default 1)")
+                   help="privacy budget, 1e-9 <= epsilon <= 12 (default 1)")
     p.add_argument("--notion", choices=("lip", "ldp", "pufferfish", "di"), default="lip",
                    help="privacy notion of the design constraint: lip (eps-LIP, default; with "
                         "--correlation the latent-secret LIP, with a prior set BP-LIP), ldp (eps-LDP), "
