@@ -7,8 +7,6 @@ vertex method returned channels with realised ε 8.00001 > 8(1 + 1e-6) for prior
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
@@ -16,19 +14,7 @@ from hypothesis import strategies as st
 
 from lpmech.errors import InputError
 from lpmech.models import lip
-
-
-def brute_lip_epsilon(Q: np.ndarray, P: np.ndarray) -> float:
-    """max |log(Q[x, y] / Pr(Y = y))| over x and the outputs in use, by loops."""
-    worst = 0.0
-    for y in range(Q.shape[1]):
-        py = sum(P[x] * Q[x, y] for x in range(P.size))
-        if py <= 0:
-            continue
-        for x in range(P.size):
-            if P[x] > 0:
-                worst = max(worst, abs(math.log(Q[x, y] / py)) if Q[x, y] > 0 else math.inf)
-    return worst
+from tests.test_lip import posterior_ratio_eps  # Bayes' rule by loops
 
 
 @settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate],
@@ -44,7 +30,7 @@ def test_vertex_method_private_and_equal_to_exact_colgen(d, seed, eps, conc):
     P /= P.sum()
     v = lip.solve(P, eps, task="sum", method="vertex")
     assert v.status == "optimal"
-    assert brute_lip_epsilon(v.mechanism.matrix, P) <= eps * (1 + 1e-6)
+    assert posterior_ratio_eps(v.mechanism.matrix, P) <= eps * (1 + 1e-6)
     e = lip.solve(P, eps, task="sum", method="exact")  # a second way: exact column generation
     assert e.status == "optimal"
     assert e.objective == pytest.approx(v.objective, rel=1e-5, abs=1e-9)
