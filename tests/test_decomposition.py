@@ -11,7 +11,7 @@ from lpmech import instance as li
 from lpmech.design import Notion, NotionCertificate
 from lpmech.design.decomposition import decompose
 from lpmech.design.geoind import GeoInd
-from lpmech.errors import IterationLimitError
+from lpmech.errors import InputError, IterationLimitError
 from lpmech.models import omg
 from lpmech.models.common import raise_for_status
 from lpmech.models.omg import omg_large
@@ -139,6 +139,22 @@ def test_round_cap_is_an_iteration_limit_not_a_time_limit():
     assert res.status == "iteration_limit" and res.stats["max_rounds"] == 2
     with pytest.raises(IterationLimitError, match=r"iteration cap \(2\)"):
         raise_for_status(res, "OMG")
+
+
+@pytest.mark.parametrize("stabilise", ["auto", 0.0, 0.7])
+def test_every_smoothing_reaches_the_full_lp_optimum(stabilise):
+    """Smoothing only moves the pricing points: fixed, off or self-adjusting, the same optimum as
+    the full LP and a bound below it (a 6×6 grid at small ε, where smoothing matters most)."""
+    inst = li.grid(6, 6, prior=np.random.default_rng(8).dirichlet(np.ones(36)))
+    res = omg_large.solve_decomposition(inst, 0.3, stabilise=stabilise, workers=1)
+    full = omg.solve(inst, 0.3, method="full")
+    assert res.status == "optimal"
+    assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
+    assert res.optimality.bound <= full.objective * (1 + 1e-9)
+    if stabilise == "auto":
+        assert res.stats["alphas"] and all(0 <= a <= 0.9 for a in res.stats["alphas"])
+    with pytest.raises(InputError, match="stabilise"):
+        omg_large.solve_decomposition(inst, 0.3, stabilise="strong")
 
 
 def _metric_case(kind, seed):

@@ -28,7 +28,9 @@ master already holds is never "found" again); or the best bound is within ``STAL
 floor and has stopped moving (the certified gap is then at most 10·tol; ``stats["stop"]`` says
 which rule ended the solve). A round cap gives ``iteration_limit``;
 a user time limit ``time_limit``. Stabilisation: Wentges smoothing towards the multipliers of the
-best bound; a smoothed round that finds no improving column prices at the master's duals next.
+best bound, by a fixed weight or self-adjusting (Pessoa et al. 2018: less smoothing when the
+subgradient at the smoothed point points towards the master's duals, more otherwise); a smoothed
+round that finds no improving column prices at the master's duals next.
 
 Feasibility: the master starts with artificial columns; when the starting columns do not make it
 feasible (extra rows, or zeros(k) that rule out the starting columns), a phase 1 minimises the
@@ -629,6 +631,8 @@ class Master:
 
 # ------------------------------------------------------------------------------ the rounds
 
+#: ``stabilise="auto"``: the starting smoothing weight and its cap (:meth:`_State._adjust_alpha`)
+AUTO_ALPHA0, AUTO_ALPHA_MAX = 0.5, 0.9
 #: also add columns that price out at the smoothed point only (not at the master's duals)
 ACCEPT_SMOOTHED = True
 #: stop (certified, gap ≤ STALL_GAP × the floor) when the best bound moved less than 0.1 × the
@@ -683,7 +687,7 @@ def _admissible(notion: Notion, cols, tol: float = 1e-9):
 def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7,
               abs_tol: float | None = None, executor=None, workers: int | None = None,
               max_rounds: int = 5000, time_limit: float | None = None, verbose: bool = False,
-              stabilise: float = 0.3, purge_after: int = 5, check_columns: bool = True,
+              stabilise: float | str = "auto", purge_after: int = 5, check_columns: bool = True,
               master_algorithm: str = "simplex", master_options: dict | None = None,
               name: str = "decomposition", stall_gap: float = STALL_GAP) -> Result:
     """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
@@ -702,7 +706,9 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
         executor: ``None``/``"local"``/``"process"`` or a ``distributed.Client`` (Dask actors).
         workers: pricing workers (default: 2 processes on ≥ 2 cores from n ≥ 100 outputs).
         max_rounds: round cap (status ``iteration_limit``); time_limit: seconds (``time_limit``).
-        stabilise: Wentges smoothing weight in [0, 1) (0: off).
+        stabilise: Wentges smoothing weight in [0, 1) (0: off), or ``"auto"`` (default):
+            self-adjusting from 0.5 by the subgradient's direction each smoothed round
+            (``stats["alphas"]``; at small ε, where columns are flat, it needs a third fewer rounds).
         purge_after: every this many rounds drop master columns not basic for as many (0: never).
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
 
@@ -728,8 +734,10 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
     C, extra, cols = _check_inputs(notion, C, extra_rows, columns)
-    if not (0 <= stabilise < 1):
-        raise InputError(f"stabilise must lie in [0, 1), got {stabilise!r}")
+    auto = isinstance(stabilise, str) and stabilise == "auto"
+    if not auto and not (isinstance(stabilise, int | float) and 0 <= stabilise < 1):
+        raise InputError(f"stabilise must be 'auto' or lie in [0, 1), got {stabilise!r}")
+    stabilise = AUTO_ALPHA0 if auto else float(stabilise)
     if int(max_rounds) < 1:
         raise InputError(f"max_rounds must be at least 1, got {max_rounds!r}")
     K, n = C.shape
@@ -756,6 +764,7 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     st = _State(master, pricer, HI, tol, abs_floor, stabilise, purge_after, int(max_rounds),
                 None if time_limit is None else t0 + time_limit, prog)
     st.stall_gap = stall_gap
+    st.auto = auto
     try:
         _, upper0 = master.run()
         status = "optimal"
@@ -780,7 +789,8 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
              "pricing_rows": int(pricing_rows), "workers": pricer.workers, "backend": pricer.backend,
              "setup_s": t_setup, "master_s": master.run_s, "pricing_s": st.pricing_s,
              "master_share": master.run_s / elapsed if elapsed > 0 else 0.0, "priced": st.n_priced,
-             "max_rounds": int(max_rounds), "trace": st.trace, "time_s": elapsed}
+             "max_rounds": int(max_rounds), "trace": st.trace, "time_s": elapsed,
+             "alphas": st.alphas}
     res = Result(status=status, stats=stats, x=master.matrix().ravel(),
                  duals=None if st.y is None else st.y * cscale)
     if status == "optimal":
@@ -809,6 +819,8 @@ class _State:
         self.stop = ""
         self.y = None
         self.stall_gap = STALL_GAP
+        self.auto = False
+        self.alphas: list[float] = []
         self.reset()
 
     def reset(self) -> None:
@@ -817,6 +829,22 @@ class _State:
         self.W_last = np.zeros((K, n))
         self.best_lower, self.upper, self.center = -math.inf, math.inf, None
         self.lowers: list[float] = []
+
+    def _adjust_alpha(self, priced, y_m: np.ndarray) -> None:
+        """Self-adjusting Wentges smoothing (Pessoa, Sadykov, Uchoa & Vanderbeck 2018): if the
+        subgradient g = 1 − Σ_k v_k of L at the smoothed point (unit rows; v_k the priced minimisers
+        of negative value) points towards the master's duals, trust them more (α − 0.1), else
+        smooth harder (α + 0.1·(1 − α))."""
+        K = self.HI.shape[0]
+        g = np.ones(K)
+        for _, v, value, _ in priced:
+            if value < 0:
+                g -= v
+        if float(g @ (y_m[:K] - self.center[:K])) > 0:
+            self.stabilise = max(0.0, self.stabilise - 0.1)
+        else:
+            self.stabilise = min(AUTO_ALPHA_MAX, self.stabilise + 0.1 * (1 - self.stabilise))
+        self.alphas.append(self.stabilise)
 
     def run(self, phase: int) -> str:
         m = self.master
@@ -833,7 +861,7 @@ class _State:
                 self.phase1_rounds = len(self.trace)
                 return "optimal"
             W_m = m.pricing_costs(y_m)
-            smoothed = smooth_next and self.center is not None and self.stabilise > 0
+            smoothed = smooth_next and self.center is not None and (self.stabilise > 0 or self.auto)
             if smoothed:
                 y = self.stabilise * self.center + (1 - self.stabilise) * y_m
                 W = m.pricing_costs(y)
@@ -855,6 +883,8 @@ class _State:
                 if (rc < -thr or (ACCEPT_SMOOTHED and value < -thr)) and m.add(k, v, rnd):
                     added += 1
                     improving += rc < -thr
+            if smoothed and self.auto and priced is not None:
+                self._adjust_alpha(priced, y_m)
             lower = -math.inf
             if priced is not None:  # a complete pricing round: L(y) is a valid bound
                 self.n_priced += len(priced)

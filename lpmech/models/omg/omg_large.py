@@ -148,7 +148,8 @@ def _starting_columns(instance: Instance, eps: float, F: np.ndarray, T: np.ndarr
 
 def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | None = None,
                         bound_F: np.ndarray | None = None, tol: float = 3e-7,
-                        stabilise: float = 0.3, purge_after: int = 5, workers: int | None = None,
+                        stabilise: float | str = "auto", purge_after: int = 5,
+                        workers: int | None = None,
                         executor=None, master_algorithm: str = "simplex",
                         master_options: dict | None = None, max_rounds: int = 5000, n_near: int = 0,
                         time_limit: float | None = None, verbose: bool = False,
@@ -173,7 +174,10 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             (measured: 1e-7 took 20 % more rounds at K = 400).
         purge_after: every this many rounds, delete master columns not basic for as many rounds
             (0: keep every column).
-        stabilise: Wentges smoothing weight α in [0, 1) (0 turns smoothing off).
+        stabilise: Wentges smoothing weight α in [0, 1) (0 turns smoothing off), or ``"auto"``
+            (default): self-adjusting α (:func:`~lpmech.design.decomposition.decompose`). Measured
+            alone on 2 cores: 10×10 grid, ε = 0.3, 208 rounds in 44 s against 319 rounds in 82 s
+            with α = 0.3; K = 400, ε = 1: 38 rounds in 133 s against 41 in 128 s.
         max_rounds: round cap (status ``"iteration_limit"``); time_limit: seconds (``"time_limit"``).
         n_near: each pricing LP starts with the rows to each location's ``n_near`` nearest
             neighbours and the rows from its own output.
