@@ -232,6 +232,13 @@ def test_extra_rows_loss_cap_and_truth_floor():
     # the declarative model gives the same optimum with the same extra row
     res3 = solve(DPrivacy(inst, eps), C, extra_rows=[cap], method="pyomo")
     assert res3.objective == pytest.approx(lp2.fun, rel=1e-7)
+    # a missing side may be None (one validation for the engine and the decomposition)
+    A_cap, _, hi_cap = cap
+    res4 = solve(DPrivacy(inst, eps), C, extra_rows=[(sp.csr_matrix(A_cap), None, hi_cap)])
+    assert res4.objective == pytest.approx(lp2.fun, rel=1e-7)
+    for bad in [(A_cap, 1.0, 0.0), (A_cap[:, :2], None, 1.0), (A_cap,)]:
+        with pytest.raises(InputError, match="extra row 0"):
+            solve(DPrivacy(inst, eps), C, extra_rows=[bad])
 
 
 def test_pyomo_model_extended_by_the_user_equals_extra_row():

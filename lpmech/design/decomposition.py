@@ -56,7 +56,7 @@ from ..errors import InputError, SolverError
 from ..progress import Progress
 from ..solvers.highs import _STATUS, new_highs
 from ..solvers.result import Result, check_time_limit
-from .notion import Notion, start_rows
+from .notion import Notion, check_extra_rows, start_rows
 
 log = logging.getLogger(__name__)
 
@@ -646,18 +646,7 @@ def _check_inputs(notion, C, extra_rows, columns):
     C = np.asarray(C, float)
     if C.ndim != 2 or C.shape[0] != notion.K or not np.isfinite(C).all():
         raise InputError(f"cost matrix must be finite with K = {notion.K} rows, got shape {C.shape}")
-    extra = []
-    for r, row in enumerate(extra_rows):
-        try:
-            A, lo, hi = row
-        except (TypeError, ValueError):
-            raise InputError(f"extra row {r} must be a triple (A, lo, hi)") from None
-        A = np.asarray(A.toarray() if sp.issparse(A) else A, float)
-        lo = -math.inf if lo is None else float(lo)
-        hi = math.inf if hi is None else float(hi)
-        if A.shape != C.shape or not np.isfinite(A).all() or math.isnan(lo) or math.isnan(hi) or lo > hi:
-            raise InputError(f"extra row {r}: A must be finite of shape {C.shape} and lo ≤ hi")
-        extra.append((A, lo, hi))
+    extra = check_extra_rows(extra_rows, C.shape)
     cols = []
     for k, v in columns:
         v = np.asarray(v, float)

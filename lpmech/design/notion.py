@@ -23,9 +23,12 @@ A notion gives:
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import scipy.sparse as sp
+
+from ..errors import InputError
 
 #: rows are reported as violated when A v exceeds this (entries of v lie in [0, 1])
 SEPARATION_TOL = 1e-8
@@ -115,6 +118,26 @@ class Notion:
     # -- composition ------------------------------------------------------------------------------
     def __and__(self, other: Notion) -> Intersection:
         return Intersection([self, other])
+
+
+def check_extra_rows(extra_rows, shape: tuple[int, int]) -> list[tuple[np.ndarray, float, float]]:
+    """Master rows ``(A_r, lo, hi)``, lo ≤ Σ_ik A_r[i,k] z_ik ≤ hi, checked at the boundary: A_r a
+    finite array of ``shape`` (dense or sparse), ``None``/±inf for a missing side, lo ≤ hi."""
+    rows = []
+    for r, row in enumerate(extra_rows):
+        try:
+            A, lo, hi = row
+        except (TypeError, ValueError):
+            raise InputError(f"extra row {r} must be a triple (A, lo, hi)") from None
+        A = np.asarray(A.toarray() if sp.issparse(A) else A, float)
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+        if A.shape != tuple(shape) or not np.isfinite(A).all():
+            raise InputError(f"extra row {r}: A must be a finite {shape[0]}×{shape[1]} matrix")
+        if math.isnan(lo) or math.isnan(hi) or lo > hi:
+            raise InputError(f"extra row {r}: need lo <= hi, got [{lo}, {hi}]")
+        rows.append((A, lo, hi))
+    return rows
 
 
 def start_rows(notion: Notion, k: int | None = None) -> sp.csr_matrix:

@@ -17,7 +17,7 @@ from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
 from ..solvers.result import Result, gap_status, raise_for_status
-from .notion import Intersection, Notion, NotionCertificate
+from .notion import Intersection, Notion, NotionCertificate, check_extra_rows
 
 #: an extra row may be missed by this much (relative to max(1, |bound|)) after cleaning
 EXTRA_ROW_TOL = 1e-7
@@ -76,19 +76,7 @@ class Problem:
             C = p[:, None] * L
         if C.ndim != 2 or C.shape[0] != K or C.shape[1] == 0 or not np.isfinite(C).all():
             raise InputError(f"costs must be a finite {K}×n matrix (n ≥ 1), got shape {C.shape}")
-        rows = []
-        for r, row in enumerate(extra_rows):
-            try:
-                A, lo, hi = row
-            except (TypeError, ValueError):
-                raise InputError(f"extra row {r} must be a triple (A, lo, hi)") from None
-            A = np.asarray(A, float)
-            lo, hi = float(lo), float(hi)
-            if A.shape != C.shape or not np.isfinite(A).all():
-                raise InputError(f"extra row {r}: A must be a finite {C.shape[0]}×{C.shape[1]} matrix")
-            if math.isnan(lo) or math.isnan(hi) or lo > hi:
-                raise InputError(f"extra row {r}: need lo <= hi, got [{lo}, {hi}]")
-            rows.append((A, lo, hi))
+        rows = check_extra_rows(extra_rows, C.shape)
         return cls(notion, C, rows, name)
 
     @property
