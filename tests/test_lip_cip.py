@@ -155,3 +155,64 @@ def test_exact_method_for_latent_ldp_di_equals_vertex():
         assert e.status == "optimal" and e.stats["pricing"] == "rank1-lp"
         assert e.objective == pytest.approx(v.objective, rel=1e-6)
         assert e.bound <= v.objective + 1e-9
+
+
+@pytest.mark.parametrize(("N", "p", "eps"), [(25, 0.3, 0.5), (30, 0.4, 1.0), (12, 0.5, 1.0)])
+def test_censored_window_equals_the_lp_optimum_for_a_global_prior(N, p, eps):
+    """The closed form (reveal the middle, pool each tail at its bound) against the CIP column
+    generation on the users' rows (global prior: the window is exactly CIP), and against the LP of
+    the paper's printed program; its channel's posterior means lie in the window, and its MSE is the
+    MMSE evaluation of that channel."""
+    f = lip_cip.sum_distribution(np.full(N, p))
+    s = np.arange(N + 1.0)
+    full = lip_cip.censored_window(f, *lip_cip.mean_window(N, p, eps))
+    lp = lip_cip.solve(np.full(N, p), eps, method="exact")
+    assert lp.status == "optimal"
+    assert full["mse"] == pytest.approx(lp.objective, rel=1e-7)
+    assert lp.bound <= full["mse"] * (1 + 1e-9) + 1e-15
+    L, U = lip_cip.mean_window(N, p, eps, printed=True)
+    printed = lip_cip.censored_window(f, L, U)
+    Q = printed["Q"]
+    lam = f @ Q
+    means = (s * f) @ Q / lam
+    assert means.min() >= L - 1e-9 and means.max() <= U + 1e-9
+    assert np.allclose(Q.sum(axis=1), 1.0)
+    assert printed["mse"] == pytest.approx(_bayes_free_mse(Q, f), rel=1e-9, abs=1e-15)
+    paper_lp = lip_cip.solve(np.full(N, p), eps, mode="paper", method="exact")
+    assert paper_lp.stats["method"] == "exact"
+    assert printed["mse"] == pytest.approx(paper_lp.stats["mse"], rel=1e-6, abs=1e-12)
+    auto = lip_cip.solve(np.full(N, p), eps, mode="paper")
+    assert auto.stats["method"] == "censored window" and auto.gap == 0.0
+    assert auto.objective == pytest.approx(printed["mse"], rel=1e-12)
+
+
+def _bayes_free_mse(Q, f):
+    """E[(S − E[S | Y])²] of a channel Q[s, y] on a pmf f, by the joint table."""
+    s = np.arange(f.size, dtype=float)
+    joint = f[:, None] * Q
+    lam = joint.sum(axis=0)
+    m = (s @ joint) / np.where(lam > 0, lam, 1.0)
+    return float((joint * (s[:, None] - m[None, :]) ** 2).sum())
+
+
+def test_censored_window_large_n_is_certified_by_its_convex_certificate():
+    """N = 500 (the middle panel of [001] Fig. 8): the closed form's MSE equals E_f[s² − φ] for
+    the convex certificate φ (chords of s² through the window ends and the boundary atoms), an
+    evaluation that does not use the pools; and the paper solve returns it in seconds."""
+    N, p, eps = 500, 0.45, 0.3
+    f = lip_cip.sum_distribution(np.full(N, p))
+    s = np.arange(N + 1.0)
+    L, U = lip_cip.mean_window(N, p, eps, printed=True)
+    cw = lip_cip.censored_window(f, L, U)
+    k, ku = cw["k"], cw["k_up"]
+    assert 0 < k < ku < N
+    phi = s ** 2
+    phi = np.where(s <= k, L * L + (L + k) * (s - L), phi)  # the chord through (L, L²), (k, k²)
+    phi = np.where(s >= ku, U * U + (U + ku) * (s - U), phi)
+    assert np.all(np.diff(phi, 2) >= -1e-9)  # convex
+    # E_f[s² − φ], the MSE bound, without cancellation: s² − chord = (s − L)(s − k) below k
+    gap = np.where(s <= k, (s - L) * (s - k), 0.0) + np.where(s >= ku, (s - U) * (s - ku), 0.0)
+    value = float(f @ gap)
+    assert cw["mse"] == pytest.approx(value, rel=1e-6, abs=1e-12)
+    r = lip_cip.solve(np.full(N, p), eps, mode="paper")
+    assert r.objective == pytest.approx(cw["mse"], rel=1e-12) and r.gap == 0.0

@@ -109,6 +109,61 @@ def mean_window(N: int, p: float, epsilon: float, *, printed: bool = False) -> t
     return max(N * p / e, N - e * N * (1 - p)), min(e * N * p, N - N * (1 - p) / e)
 
 
+def censored_window(f, L: float, U: float) -> dict:
+    """The optimal channel on s = 0..N (pmf ``f``) whose posterior means lie in [L, U], for the MSE of
+    E[S | Y]: reveal s in the middle; pool the lower tail with part of its boundary atom k into one
+    output of posterior mean exactly L, and the upper tail likewise at U (spec §5.11 [D]).
+
+    Exact, with its certificate (not in the paper): the posterior means G of any channel are a
+    mean-preserving contraction of f, so E_G[m²] ≤ E_f[φ] for the convex φ equal to the chord of s²
+    through (L, L²) and (k, k²) below k, s² on [k, k'] and the chord through (k', k'²), (U, U²) above
+    k'; φ ≥ m² on [L, U], and this channel attains E_f[φ]. Returns ``k, theta, k_up, theta_up``
+    (the boundary atoms and the fractions of them pooled), ``lower``/``upper`` (the share of each s in
+    the pools), ``Q`` (N + 1 rows; outputs: lower pool, revealed values, upper pool; ``None`` above
+    5e7 entries) and ``mse`` (within-pool variances, no cancellation); ``None`` where the pools would
+    meet (a window too narrow for the tails)."""
+    f = np.asarray(f, float)
+    s = np.arange(f.size, dtype=float)
+    if not L <= float(f @ s) <= U:
+        raise InputError(f"the window [{L:.6g}, {U:.6g}] must contain the mean {float(f @ s):.6g}")
+
+    def pool(f, s, L):  # lower pool of (f, s) at mean L: (k, θ) or (-1, 0) when s = 0 may be revealed
+        if s[0] >= L:
+            return -1, 0.0
+        F, M = np.cumsum(f), np.cumsum(f * s)
+        # the first k whose whole lower part [0, k] has mean ≥ L: M_k ≥ L·F_k
+        k = int(np.argmax(M - L * F >= 0))
+        F0, M0 = (F[k - 1], M[k - 1]) if k > 0 else (0.0, 0.0)
+        theta = (L * F0 - M0) / (f[k] * (s[k] - L)) if f[k] > 0 else 0.0
+        return k, float(min(max(theta, 0.0), 1.0))
+
+    k, th = pool(f, s, L)
+    ku, thu = pool(f[::-1], -s[::-1], -U)
+    ku = f.size - 1 - ku if ku >= 0 else f.size
+    if k >= 0 and ku < f.size and (ku < k or (ku == k and th + thu > 1)):
+        return None
+    lo_w = np.zeros(f.size)
+    hi_w = np.zeros(f.size)
+    if k >= 0:
+        lo_w[:k] = 1.0
+        lo_w[k] = th
+    if ku < f.size:
+        hi_w[ku + 1:] = 1.0
+        hi_w[ku] = thu
+    mid = 1.0 - lo_w - hi_w
+    mse = float(f @ (lo_w * (s - L) ** 2)) + float(f @ (hi_w * (s - U) ** 2))
+    reveal = np.nonzero(mid > 0)[0]
+    Q = None
+    if f.size * (reveal.size + 2) <= 5e7:
+        cols = [lo_w] if k >= 0 else []
+        R = np.zeros((f.size, reveal.size))
+        R[reveal, np.arange(reveal.size)] = mid[reveal]
+        Q = np.column_stack(cols + [R] + ([hi_w] if ku < f.size else []))
+    return {"k": k, "theta": th, "k_up": ku, "theta_up": thu, "Q": Q, "mse": mse, "lower": lo_w,
+            "upper": hi_w,
+            "revealed": (int(reveal.min()), int(reveal.max())) if reveal.size else None}
+
+
 def paper_rows(N: int, p: float, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
     """``(P_S, rows)`` of [001] Prop. 5 as printed: S ~ Binomial(N, p), L·P_S·c − (s∘P_S)·c ≤ 0 and
     (s∘P_S)·c − U·P_S·c ≤ 0 with the printed window."""
@@ -160,7 +215,11 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
         PS, rows = paper_rows(N, pbar, eps)
         scen = [Scenario.make(PS)]
         V = (values - float(PS @ values))[:, None]
-        if N + 1 <= lip.VERTEX_MAX_D or method == "vertex":
+        cw = censored_window(PS, *mean_window(N, pbar, eps, printed=True)) if method == "auto" \
+            else None
+        if cw is not None and cw["Q"] is not None:  # the exact closed form: its value is its bound
+            Q, mse_lb, stop = cw["Q"], cw["mse"], "optimal"
+        elif N + 1 <= lip.VERTEX_MAX_D or method == "vertex":
             Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
             stop, mse_lb = "optimal", -bound_u
         else:
@@ -168,14 +227,21 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
             Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
                                            gap_tol=0.9 * gap_tol)
             stop = info["stop"]
-        Q = repair_columns(Q, rows)
-        mse = mmse_mse(Q, PS, V)
-        opt = OptimalityCertificate.from_values(mse, min(mse_lb, mse), source="paper program")
+        closed = cw is not None and cw["Q"] is not None
+        if closed:  # within-pool variances: exact down to the tiniest MSE (no E‖V‖² − Σφ)
+            mse = cw["mse"]
+        else:
+            Q = repair_columns(Q, rows)
+            mse = mmse_mse(Q, PS, V)
+        opt = OptimalityCertificate.from_values(
+            mse, min(mse_lb, mse), source="closed form, convex order" if closed else "paper program")
         # the paper's estimator (posterior means under Binomial(N, mean p)) on the true S
         lam = PS @ Q
         shat = np.where(lam > 0, (values * PS) @ Q / np.where(lam > 0, lam, 1.0), 0.0)  # E[S | y]
         mse_true = float(PS_true @ ((values[:, None] - shat[None, :]) ** 2 * Q).sum(axis=1))
-        stats = {"mode": "paper", "method": "vertex" if N + 1 <= lip.VERTEX_MAX_D else "exact",
+        how = "censored window" if closed else \
+            "vertex" if N + 1 <= lip.VERTEX_MAX_D or method == "vertex" else "exact"
+        stats = {"mode": "paper", "method": how,
                  "stop": stop, "global_prior": pbar, "mse": mse, "mse_true": mse_true,
                  "window_printed": mean_window(N, pbar, eps, printed=True),
                  "window_full": mean_window(N, pbar, eps)}
