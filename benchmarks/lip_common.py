@@ -39,10 +39,15 @@ def write_csv(rows: list[dict], name: str) -> Path:
     return lpio.write_csv(OUT / f"{name}.csv", rows)
 
 
+#: the bottom of a log-scale panel: smaller values (down to 0) are drawn on it as ▼
+LOG_FLOOR = 1e-6
+
+
 def plot_panels(rows: list[dict], name: str, panels: list[tuple[str, dict]], x: str, *,
                 y: str = "rmse", logy: bool = True, xlabel: str | None = None) -> Path:
     """One subplot per (title, filter) panel; one line per ``curve``; dashed = paper mode; a red
-    ring marks a paper-mode point that is NOT ε-LIP."""
+    ring marks a paper-mode point that is NOT ε-LIP; on a log scale a value below ``LOG_FLOOR`` is a
+    ▼ on the floor."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,7 +66,14 @@ def plot_panels(rows: list[dict], name: str, panels: list[tuple[str, dict]], x: 
                          if r["curve"] == curve and r["mode"] == mode)
             xs, ys, _ = zip(*pts, strict=True)
             ls = "--" if mode == "paper" else "-"
-            ax.plot(xs, ys, ls, marker=".", color=f"C{names.index(curve) % 10}", label=f"{curve} ({mode})")
+            color = f"C{names.index(curve) % 10}"
+            if logy:  # values below the floor (CIP's tails at large N, down to 0) sit on it as ▼
+                ys = np.array(ys, float)
+                low = ys < LOG_FLOOR
+                ys = np.maximum(ys, LOG_FLOOR)
+                if low.any():
+                    ax.plot(np.array(xs)[low], ys[low], "v", color=color, ms=6)
+            ax.plot(xs, ys, ls, marker=".", color=color, label=f"{curve} ({mode})")
             bad = [(a, b) for a, b, o in pts if o is False]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=8)

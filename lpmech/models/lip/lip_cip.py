@@ -238,7 +238,11 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
         # the paper's estimator (posterior means under Binomial(N, mean p)) on the true S
         lam = PS @ Q
         shat = np.where(lam > 0, (values * PS) @ Q / np.where(lam > 0, lam, 1.0), 0.0)  # E[S | y]
-        mse_true = float(PS_true @ ((values[:, None] - shat[None, :]) ** 2 * Q).sum(axis=1))
+        if closed:  # revealed values are exact: only the pools err (no round-off floor)
+            L, U = mean_window(N, pbar, eps, printed=True)
+            mse_true = float(PS_true @ (cw["lower"] * (values - L) ** 2 + cw["upper"] * (values - U) ** 2))
+        else:
+            mse_true = float(PS_true @ ((values[:, None] - shat[None, :]) ** 2 * Q).sum(axis=1))
         how = "censored window" if closed else \
             "vertex" if N + 1 <= lip.VERTEX_MAX_D or method == "vertex" else "exact"
         stats = {"mode": "paper", "method": how,
