@@ -74,7 +74,7 @@ def plot_panels(rows: list[dict], name: str, panels: list[tuple[str, dict]], x: 
                 if low.any():
                     ax.plot(np.array(xs)[low], ys[low], "v", color=color, ms=6)
             ax.plot(xs, ys, ls, marker=".", color=color, label=f"{curve} ({mode})")
-            bad = [(a, b) for a, b, o in pts if o is False]
+            bad = [(a, b) for (a, _, o), b in zip(pts, ys, strict=True) if o is False]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "o", mfc="none", mec="red", ms=8)
         ax.set_title(title, fontsize=9)
