@@ -232,8 +232,7 @@ class _RayMaster:
             self.h.setOptionValue(k, v)
         self.scaled = scaled and self.S == 1
         P = scenarios[0].prior
-        # scaled: rows of the inputs of non-negligible prior only (an input of prior below 1e-11·max
-        # is left free here, given to the heaviest column at the end and certified with the rest)
+        # scaled: rows of the inputs of positive prior (inputs of zero prior are free: any column)
         self.supp = np.nonzero(P > 0)[0] if self.scaled else np.arange(d)
         if self.scaled:
             self.h.setOptionValue("small_matrix_value", 1e-15)
