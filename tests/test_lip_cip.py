@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from lpmech.errors import LpmechError
 from lpmech.models import lip
 from lpmech.models.lip import lip_cip
 from lpmech.models.lip.lip_optimize import _SectionLP, cone_rays, price_rank1_lp
@@ -216,3 +217,29 @@ def test_censored_window_large_n_is_certified_by_its_convex_certificate():
     assert cw["mse"] == pytest.approx(value, rel=1e-6, abs=1e-12)
     r = lip_cip.solve(np.full(N, p), eps, mode="paper")
     assert r.objective == pytest.approx(cw["mse"], rel=1e-12) and r.gap == 0.0
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+@pytest.mark.parametrize("eps", [0.2, 1.0, 3.0])
+@pytest.mark.parametrize("N", [6, 10, 25])
+def test_paper_mode_closed_form_equals_the_printed_lp_across_a_sweep(N, p, eps):
+    """Paper mode's default (the closed form, or the LP where its pools would meet) against the
+    printed program solved by the vertex method / column generation, across N, the prior and ε."""
+    auto = lip_cip.solve(np.full(N, p), eps, mode="paper")
+    try:
+        lp = lip_cip.solve(np.full(N, p), eps, mode="paper", method="vertex" if N + 1 <= 8 else "exact")
+    except LpmechError as exc:  # the LP gave up on the binomial tails: it must say so, not return
+        lp = exc.result  # None when its master failed outright
+        assert lp is None or lp.stats["stop"] != "optimal" or lp.gap > 1e-6
+    if lp is not None:  # the closed form is never worse than any mechanism of the printed program
+        assert auto.objective <= lp.objective * (1 + 1e-9) + 1e-12
+    if lp is not None and lp.status == "closed_form":  # and equal to the certified one
+        assert auto.objective == pytest.approx(lp.objective, rel=1e-6, abs=1e-9 * p * (1 - p) * N)
+        assert auto.bound <= lp.objective * (1 + 1e-9) + 1e-12
+    # its window holds: every posterior mean under Binomial(N, p) within the printed [L, U]
+    f = lip_cip.sum_distribution(np.full(N, p))
+    Q = auto.mechanism.matrix
+    lam = f @ Q
+    means = (np.arange(N + 1.0) * f) @ Q / lam
+    L, U = lip_cip.mean_window(N, p, eps, printed=True)
+    assert means[lam > 0].min() >= L * (1 - 1e-8) and means[lam > 0].max() <= U * (1 + 1e-8)

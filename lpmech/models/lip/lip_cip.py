@@ -30,7 +30,7 @@ import numpy as np
 from ...certificate import OptimalityCertificate
 from ...errors import InputError
 from ...mechanism import EPS_RTOL, Mechanism, check_epsilon
-from ...solvers.result import Result
+from ...solvers.result import Result, gap_status, raise_for_status
 
 __all__ = ["cip_correlation", "cip_epsilon", "cip_rows", "mean_window", "paper_rows", "solve",
            "sum_distribution"]
@@ -117,11 +117,11 @@ def censored_window(f, L: float, U: float) -> dict:
     Exact, with its certificate (not in the paper): the posterior means G of any channel are a
     mean-preserving contraction of f, so E_G[m²] ≤ E_f[φ] for the convex φ equal to the chord of s²
     through (L, L²) and (k, k²) below k, s² on [k, k'] and the chord through (k', k'²), (U, U²) above
-    k'; φ ≥ m² on [L, U], and this channel attains E_f[φ]. Returns ``k, theta, k_up, theta_up``
-    (the boundary atoms and the fractions of them pooled), ``lower``/``upper`` (the share of each s in
-    the pools), ``Q`` (N + 1 rows; outputs: lower pool, revealed values, upper pool; ``None`` above
-    5e7 entries) and ``mse`` (within-pool variances, no cancellation); ``None`` where the pools would
-    meet (a window too narrow for the tails)."""
+    k'; φ ≥ m² on [L, U], and this channel attains E_f[φ]. Returns ``k, k_up`` (the boundary atoms,
+    ``-1`` / N + 1 without a pool), ``lower``/``upper`` (the share of each s in the pools), ``Q``
+    (N + 1 rows; outputs: lower pool, revealed values, upper pool; ``None`` above 5e7 entries) and
+    ``mse`` (within-pool variances, no cancellation); ``None`` where the pools would meet (a window
+    too narrow for the tails)."""
     f = np.asarray(f, float)
     s = np.arange(f.size, dtype=float)
     if not L <= float(f @ s) <= U:
@@ -159,9 +159,7 @@ def censored_window(f, L: float, U: float) -> dict:
         R = np.zeros((f.size, reveal.size))
         R[reveal, np.arange(reveal.size)] = mid[reveal]
         Q = np.column_stack(cols + [R] + ([hi_w] if ku < f.size else []))
-    return {"k": k, "theta": th, "k_up": ku, "theta_up": thu, "Q": Q, "mse": mse, "lower": lo_w,
-            "upper": hi_w,
-            "revealed": (int(reveal.min()), int(reveal.max())) if reveal.size else None}
+    return {"k": k, "k_up": ku, "lower": lo_w, "upper": hi_w, "Q": Q, "mse": mse}
 
 
 def paper_rows(N: int, p: float, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -213,42 +211,39 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
 
         pbar = float(p.mean())
         PS, rows = paper_rows(N, pbar, eps)
-        scen = [Scenario.make(PS)]
-        V = (values - float(PS @ values))[:, None]
-        cw = censored_window(PS, *mean_window(N, pbar, eps, printed=True)) if method == "auto" \
-            else None
-        if cw is not None and cw["Q"] is not None:  # the exact closed form: its value is its bound
-            Q, mse_lb, stop = cw["Q"], cw["mse"], "optimal"
-        elif N + 1 <= lip.VERTEX_MAX_D or method == "vertex":
-            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
-            stop, mse_lb = "optimal", -bound_u
-        else:
-            pricing = LPRank1Pricing.make(scen, V, rows)
-            Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
-                                           gap_tol=0.9 * gap_tol)
-            stop = info["stop"]
+        L, U = mean_window(N, pbar, eps, printed=True)
+        cw = censored_window(PS, L, U) if method == "auto" else None
         closed = cw is not None and cw["Q"] is not None
-        if closed:  # within-pool variances: exact down to the tiniest MSE (no E‖V‖² − Σφ)
-            mse = cw["mse"]
-        else:
+        if closed:  # the exact closed form: its value is its bound; within-pool variances, so exact
+            # down to the tiniest MSE; the paper's estimator errs only in the pools on the true S
+            Q, mse, stop, how = cw["Q"], cw["mse"], "optimal", "censored window"
+            mse_lb = mse
+            mse_true = float(PS_true @ (cw["lower"] * (values - L) ** 2 + cw["upper"] * (values - U) ** 2))
+        else:  # the printed program by the LP machinery (method="vertex"/"exact", or pools that meet)
+            scen = [Scenario.make(PS)]
+            V = (values - float(PS @ values))[:, None]
+            if N + 1 <= lip.VERTEX_MAX_D or method == "vertex":
+                Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit)
+                stop, mse_lb, how = "optimal", -bound_u, "vertex"
+            else:
+                pricing = LPRank1Pricing.make(scen, V, rows)
+                Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
+                                               gap_tol=0.9 * gap_tol)
+                stop, how = info["stop"], "exact"
             Q = repair_columns(Q, rows)
             mse = mmse_mse(Q, PS, V)
+            # the paper's estimator (posterior means under Binomial(N, mean p)) on the true S
+            lam = PS @ Q
+            shat = np.where(lam > 0, (values * PS) @ Q / np.where(lam > 0, lam, 1.0), 0.0)
+            mse_true = float(PS_true @ ((values[:, None] - shat[None, :]) ** 2 * Q).sum(axis=1))
         opt = OptimalityCertificate.from_values(
             mse, min(mse_lb, mse), source="closed form, convex order" if closed else "paper program")
-        # the paper's estimator (posterior means under Binomial(N, mean p)) on the true S
-        lam = PS @ Q
-        shat = np.where(lam > 0, (values * PS) @ Q / np.where(lam > 0, lam, 1.0), 0.0)  # E[S | y]
-        if closed:  # revealed values are exact: only the pools err (no round-off floor)
-            L, U = mean_window(N, pbar, eps, printed=True)
-            mse_true = float(PS_true @ (cw["lower"] * (values - L) ** 2 + cw["upper"] * (values - U) ** 2))
-        else:
-            mse_true = float(PS_true @ ((values[:, None] - shat[None, :]) ** 2 * Q).sum(axis=1))
-        how = "censored window" if closed else \
-            "vertex" if N + 1 <= lip.VERTEX_MAX_D or method == "vertex" else "exact"
-        stats = {"mode": "paper", "method": how,
-                 "stop": stop, "global_prior": pbar, "mse": mse, "mse_true": mse_true,
-                 "window_printed": mean_window(N, pbar, eps, printed=True),
-                 "window_full": mean_window(N, pbar, eps)}
+        # the printed program is solved exactly or not at all: an LP stop without a certified gap
+        # (the binomial tails defeat the column generation's master) raises like every model
+        solved = "optimal" if closed else stop if stop != "optimal" else \
+            gap_status(opt, scale=float(PS @ V[:, 0] ** 2))
+        stats = {"mode": "paper", "method": how, "stop": stop, "global_prior": pbar, "mse": mse,
+                 "mse_true": mse_true, "window_printed": (L, U), "window_full": mean_window(N, pbar, eps)}
         res = None
     else:
         raise InputError(f"unknown mode {mode!r}: use 'verified' or 'paper'")
@@ -267,6 +262,9 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
     stats.update(N=N, epsilon=eps, paper_feasible=ok if mode == "paper" else None,
                  realized_epsilon=real, time_s=time.perf_counter() - t0)
     mech = Mechanism(Q, name=f"cip-{mode}", certificate=cert)
-    status = "closed_form" if mode == "paper" else (res.status if res is not None else "optimal")
-    return dataclasses.replace(res, mechanism=mech, certificate=cert, stats=stats) if res is not None \
-        else Result(status, mech, cert, opt, stats)
+    if res is not None:
+        return dataclasses.replace(res, mechanism=mech, certificate=cert, stats=stats)
+    out = Result("closed_form", mech, cert, opt, stats)
+    if solved != "optimal":
+        raise_for_status(dataclasses.replace(out, status=solved), "CIP paper program")
+    return out
