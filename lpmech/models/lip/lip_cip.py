@@ -28,12 +28,12 @@ import time
 import numpy as np
 
 from ...certificate import OptimalityCertificate
-from ...errors import InputError
+from ...errors import InputError, SolverError
 from ...mechanism import EPS_RTOL, Mechanism, check_epsilon
-from ...solvers.result import Result, gap_status, raise_for_status
+from ...solvers.result import GAP_ABS_TOL, Result, gap_status, raise_for_status
 
-__all__ = ["cip_correlation", "cip_epsilon", "cip_rows", "mean_window", "paper_rows", "solve",
-           "sum_distribution"]
+__all__ = ["censored_users", "censored_window", "cip_correlation", "cip_epsilon", "cip_lower_bound",
+           "cip_rows", "mean_window", "paper_rows", "solve", "sum_distribution", "user_windows"]
 
 
 def _check_p(p) -> np.ndarray:
@@ -162,6 +162,275 @@ def censored_window(f, L: float, U: float) -> dict:
     return {"k": k, "k_up": ku, "lower": lo_w, "upper": hi_w, "Q": Q, "mse": mse}
 
 
+def user_windows(p, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(q, L, U)``: the distinct priors q_i ∈ (0, 1) of the users with a secret and the CIP window
+    on their posterior, L_i ≤ Pr(D_i = 1 | Y = y) ≤ U_i with L_i = max(q_i e^{−ε}, 1 − (1 − q_i)e^ε),
+    U_i = min(q_i e^ε, 1 − (1 − q_i)e^{−ε}) ([001] eq. (34), both values j of D_i)."""
+    p = _check_p(p)
+    eps = check_epsilon(epsilon)
+    q = np.unique(p[(p > 0) & (p < 1)])
+    e = math.exp(eps)
+    return q, np.maximum(q / e, 1 - (1 - q) * e), np.minimum(q * e, 1 - (1 - q) / e)
+
+
+def _joint_ones(p) -> tuple[np.ndarray, np.ndarray]:
+    """``(f, J)``: f(s) = Pr(S = s) and J[i, s] = Pr(S = s, D_i = 1) = q_i·Pr(S_{−i} = s − 1) for the
+    distinct priors q_i of :func:`user_windows` (exact convolutions, no cancellation). The posterior
+    of user i given S = s is a_i(s) = J[i, s]/f(s), increasing in s (the Poisson-binomial pmf of
+    S_{−i} is log-concave, so Pr(S_{−i} = s − 1)/Pr(S_{−i} = s) increases)."""
+    PS, T = cip_correlation(p)
+    q = np.unique(p[(p > 0) & (p < 1)])
+    return PS, T[1::2] * q[:, None]
+
+
+def censored_users(p, epsilon: float, *, f=None, J=None) -> dict | None:
+    """The censored-window CIP mechanism for the users' own priors (a heterogeneous
+    :func:`censored_window`): reveal every s whose point posterior is CIP for every user, pool the
+    lower tail {0..k−1} with the share θ of atom k into one output, the upper tail {k'+1..N} with the
+    share θ' of atom k' into another.
+
+    An output of posterior ρ over S is CIP iff E_ρ[a_i] ∈ [L_i, U_i] for every user (D_i and Y are
+    independent given S). k is the first s whose whole lower part {0..s} already pools into a CIP
+    posterior: Σ_{t≤s} (J[i, t] − L_i f(t)) ≥ 0 for every i, and θ the least share of atom k that
+    keeps every user's sum ≥ 0 (each sum is linear in θ). As a_i increases in s, a_i(s) ≥ L_i for
+    s ≥ k, the pool's posteriors stay ≤ a_i(k) ≤ U_i, and the revealed values between the pools are
+    CIP; likewise upwards. Returns ``k, k_up, theta, theta_up, lower, upper`` (each s's share in the
+    pools), ``binding`` (the users, by index into q of :func:`user_windows`, whose constraint fixes θ
+    and θ'), ``Q`` (outputs: lower pool, revealed values, upper pool) and ``mse`` (within-pool
+    variances: no cancellation at any size); ``None`` where the pools would meet. Not optimal in
+    general for distinct priors: :func:`cip_lower_bound` brackets the optimum."""
+    if f is None or J is None:
+        f, J = _joint_ones(p)
+    _, L, U = user_windows(p, epsilon)
+    N = f.size - 1
+    s = np.arange(N + 1.0)
+
+    def pool(slack):  # slack[i, s] ≥ 0 summed over the pool: (k, θ, binding user) from the left end
+        c = np.cumsum(slack, axis=1)
+        ok = (c >= 0).all(axis=0)
+        if not ok.any():
+            return None
+        k = int(np.argmax(ok))
+        if k == 0:
+            return 0, 0.0, -1
+        prev = c[:, k - 1]
+        need = np.where(prev < 0, -prev / np.where(slack[:, k] > 0, slack[:, k], 1.0), 0.0)
+        i = int(np.argmax(need))
+        return k, float(min(need[i], 1.0)), i if need[i] > 0 else -1
+
+    lo = pool(J - L[:, None] * f[None, :])
+    hi = pool((U[:, None] * f[None, :] - J)[:, ::-1])
+    if lo is None or hi is None:
+        return None
+    (k, th, bl), (j, thu, bu) = lo, hi
+    ku = N - j
+    if ku < k or (ku == k and th + thu > 1):
+        return None
+    lo_w, hi_w = np.zeros(N + 1), np.zeros(N + 1)
+    lo_w[:k], hi_w[ku + 1:] = 1.0, 1.0
+    if k > 0:
+        lo_w[k] = th
+    if j > 0:
+        hi_w[ku] = thu
+    mse = 0.0
+    for w in (lo_w, hi_w):
+        m = w * f
+        if m.sum() > 0:
+            mse += float(m @ (s - (m @ s) / m.sum()) ** 2)
+    mid = 1.0 - lo_w - hi_w
+    reveal = np.nonzero(mid > 0)[0]
+    R = np.zeros((N + 1, reveal.size))
+    R[reveal, np.arange(reveal.size)] = mid[reveal]
+    cols = ([lo_w] if lo_w.any() else []) + [R] + ([hi_w] if hi_w.any() else [])
+    return {"k": k, "k_up": ku, "theta": th, "theta_up": thu, "lower": lo_w, "upper": hi_w,
+            "binding": (bl, bu), "Q": np.column_stack(cols), "mse": mse}
+
+
+def _transport_duals(f, s, B, lo, hi, D, F, cut: float) -> np.ndarray:
+    """Capacity prices v ≥ 0 on the feasible points F from the LP of one tail D: every deficient
+    point x (mass f_x) pairs with feasible points y into two-point posteriors on an active side;
+    scaled by the tail's own mass (rows per unit mass of x and of y), points below ``cut``·max f_D
+    dropped (their share is priced afterwards by :func:`cip_lower_bound`)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    v = np.zeros(f.size)
+    keep = D[f[D] >= cut * f[D].max()] if D.size else D
+    if keep.size == 0 or F.size == 0:
+        return v
+    Fref = float(f[D].sum())
+    rows, cols, vals, cost = [], [], [], []
+    col = 0
+    for x_i, x in enumerate(keep):
+        al, var, ok = _pair_columns(x, F, s, B, lo, hi)
+        for h, y_i in zip(*np.nonzero(ok), strict=True):
+            y, a = F[y_i], al[h, y_i]
+            rows += [x_i, keep.size + y_i]
+            cols += [col, col]
+            vals += [1.0, f[x] / f[y] * (1 - a) / a]
+            cost.append(f[x] / Fref * var[h, y_i] / a)
+            col += 1
+    if col == 0:
+        return v
+    A = sparse.csr_matrix((vals, (rows, cols)), shape=(keep.size + F.size, col))
+    out = linprog(np.array(cost), A_ub=A[keep.size:], b_ub=np.ones(F.size), A_eq=A[:keep.size],
+                  b_eq=np.ones(keep.size), bounds=(0, None), method="highs")
+    if out.status == 0:
+        v[F] = np.maximum(-out.ineqlin.marginals, 0.0) * Fref / f[F]
+    return v
+
+
+def _pair_columns(x, Y, s, B, lo, hi):
+    """Two-point posteriors α δ_x + (1 − α) δ_y (y ∈ Y) with one side of one functional B[k]
+    active and every functional within its window (inclusive, to 1e-9 relative: a superset of the
+    vertices only makes the bound more conservative). Returns (α, variance, ok), one row per side."""
+    A, V, OK = [], [], []
+    for k in range(B.shape[0]):
+        for lvl in (lo[k], hi[k]):
+            den = B[k, Y] - B[k, x]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a = (B[k, Y] - lvl) / den
+            good = np.isfinite(a) & (a > 0) & (a < 1)
+            for k2 in range(B.shape[0]):
+                m = a * B[k2, x] + (1 - a) * B[k2, Y]
+                tol = 1e-9 * max(abs(lo[k2]), abs(hi[k2]), 1.0)
+                good &= (m >= lo[k2] - tol) & (m <= hi[k2] + tol)
+            a = np.where(good, a, 0.5)
+            A.append(a)
+            V.append(a * (1 - a) * (s[x] - s[Y]) ** 2)
+            OK.append(good)
+    return np.array(A), np.array(V), np.array(OK)
+
+
+def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float = 1e-30) -> dict:
+    """A lower bound on the MSE of every CIP channel on the sum (users' own priors), by the
+    relaxation to one user's window plus the window on the posterior mean, and weak duality.
+
+    Proof. A channel's MSE is Σ_y λ_y Var_{ρ_y}(S) over its outputs' posteriors ρ_y, and CIP asks
+    E_ρ[a_i] ∈ [L_i, U_i] for every user (:func:`censored_users`). As Σ_i a_i(s) = E[S | S = s] = s
+    (users with p_i ∈ {0, 1} add a constant), every CIP posterior lies in the polytope
+    R_j = {ρ : L_j ≤ E_ρ a_j ≤ U_j, ΣL ≤ E_ρ S ≤ ΣU} for any user j (sums over all users with their
+    multiplicity). Var is concave in ρ, so writing each ρ_y as a mixture of vertices of R_j does not
+    raise the MSE; and a vertex of R_j is a point mass δ_s inside both windows, a two-point ρ with one
+    side active, or a three-point ρ with one side of each functional active. For any g with
+    g·v ≤ Var(v) at every vertex v, MSE ≥ Σ_y λ_y Σ_v β_yv Var(v) ≥ Σ_y λ_y g·ρ_y = g·f.
+
+    The g: on the feasible points g = −v (capacity prices from one LP per tail, each scaled by the
+    tail's own mass, :func:`_transport_duals`); on every deficient point x (all of them: the deep
+    tail that the LPs leave out is priced here, so any v gives a valid g) the largest value that
+    keeps every two-point vertex with a feasible partner, min_y ((1 − α)(x − y)² + v_y(1 − α)/α);
+    then the vertices among deficient points only (pairs and all three-point vertices, enumerated)
+    are checked and, where one is violated, g on the deficient points is lowered by the largest
+    violation per unit of their mass in it (lowering g keeps every other vertex). The bound is the
+    maximum over ``users`` (default: the users binding the :func:`censored_users` pools). Exact up
+    to floating-point round-off in the checks. Returns ``bound``, ``user`` (the one giving it),
+    ``per_user`` and ``shift`` (the repair applied)."""
+    p = _check_p(p)
+    eps = check_epsilon(epsilon)
+    if f is None or J is None:
+        f, J = _joint_ones(p)
+    q, L, U = user_windows(p, eps)
+    e = math.exp(eps)
+    Lall = float(np.maximum(p / e, 1 - (1 - p) * e)[(p > 0) & (p < 1)].sum() + (p == 1).sum())
+    Uall = float(np.minimum(p * e, 1 - (1 - p) / e)[(p > 0) & (p < 1)].sum() + (p == 1).sum())
+    N = f.size - 1
+    s = np.arange(N + 1.0)
+    if users is None:
+        cu = censored_users(p, eps, f=f, J=J)
+        users = sorted({i for i in (cu["binding"] if cu else ()) if i >= 0}) or [0, q.size - 1]
+    per_user = {}
+    shifts = {}
+    for j in users:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(f > 0, J[j] / np.where(f > 0, f, 1.0), 0.0)
+        B = np.vstack([a, s])
+        lo, hi = np.array([L[j], Lall]), np.array([U[j], Uall])
+        tol = 1e-12
+        feas = (a >= L[j] - tol) & (a <= U[j] + tol) & (s >= Lall - tol) & (s <= Uall + tol)
+        F = np.nonzero(feas & (f > 0))[0]
+        Dall = np.nonzero(~feas & (f > 0))[0]
+        mid = F.mean() if F.size else N / 2
+        v = np.zeros(N + 1)
+        for D in (Dall[Dall < mid], Dall[Dall > mid]):
+            v += _transport_duals(f, s, B, lo, hi, D, F, cut)
+        g = np.zeros(N + 1)
+        g[F] = -v[F]
+        for x in Dall:
+            al, var, ok = _pair_columns(x, F, s, B, lo, hi)
+            g[x] = float(np.where(ok, var / al + v[F][None, :] * (1 - al) / al, np.inf).min()) \
+                if ok.any() else 0.0
+        if not np.isfinite(g[Dall]).all():
+            g[Dall] = np.where(np.isfinite(g[Dall]), g[Dall], 0.0)
+        delta = _deficient_repair(g, f, Dall, s, B, lo, hi)
+        g[Dall] -= delta
+        shifts[int(j)] = delta
+        per_user[int(j)] = float(f @ g)
+    best = max(per_user, key=per_user.get)
+    return {"bound": per_user[best], "user": best, "per_user": per_user, "shift": shifts[best]}
+
+
+def _deficient_repair(g, f, D, s, B, lo, hi) -> float:
+    """Make g·v ≤ Var(v) hold at the vertices of R_j that the pricing by feasible partners does not
+    cover (a three-point vertex has one side of each functional active; one point at least is
+    deficient, else g·v ≤ 0 ≤ Var): first, at three-point vertices with one deficient point x, cap
+    g_x at (Var − the others' share)/α_x (in place); then return δ ≥ 0 such that g − δ·1_D holds at
+    the vertices with two or three deficient points (pairs and triples): the largest violation per
+    unit of their mass on D (lowering g anywhere keeps every vertex already satisfied)."""
+    n = s.size
+    inD = np.zeros(n, bool)
+    inD[D] = True
+    yy0, zz0 = np.triu_indices(n, 1)
+    sides = [(B[0] - a, B[1] - b) for a in (lo[0], hi[0]) for b in (lo[1], hi[1])]
+
+    def triples(x):  # the three-point vertices through x: (α_x, α_y, α_z, y, z, Var)
+        m = (yy0 != x) & (zz0 != x)
+        yy, zz = yy0[m], zz0[m]
+        for C1, C2 in sides:  # α solves [1 1 1; C1; C2] α = (1, 0, 0) (Cramer)
+            c_x = C1[yy] * C2[zz] - C1[zz] * C2[yy]
+            c_y = C1[zz] * C2[x] - C1[x] * C2[zz]
+            c_z = C1[x] * C2[yy] - C1[yy] * C2[x]
+            det = c_x + c_y + c_z
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ax, ay, az = c_x / det, c_y / det, c_z / det
+            ok = np.isfinite(ax) & (ax >= -1e-12) & (ay >= -1e-12) & (az >= -1e-12)
+            if ok.any():
+                ax, ay, az, y, z = ax[ok], ay[ok], az[ok], yy[ok], zz[ok]
+                var = ax * ay * (s[x] - s[y]) ** 2 + ax * az * (s[x] - s[z]) ** 2 \
+                    + ay * az * (s[y] - s[z]) ** 2
+                yield ax, ay, az, y, z, var
+
+    for x in D:  # pass 1: one deficient point
+        for ax, ay, az, y, z, var in triples(x):
+            one = ~inD[y] & ~inD[z] & (ax > 0)
+            if one.any():
+                cap = (var[one] - ay[one] * g[y[one]] - az[one] * g[z[one]]) / ax[one]
+                g[x] = min(g[x], float(cap.min()))
+    for x in D:  # pass 2: two or three deficient points; the deepest of them (least mass) takes
+        # the cut, computed with g at the start of the batch (later cuts only lower g further)
+        Y = D[D > x]
+        if Y.size:
+            al, var, ok = _pair_columns(x, Y, s, B, lo, hi)
+            viol = np.where(ok, al * g[x] + (1 - al) * g[Y][None, :] - var, -np.inf)
+            h, yi = np.nonzero(viol > 0)
+            if h.size:
+                on_x = f[x] <= f[Y[yi]]
+                w = np.where(on_x, x, Y[yi])
+                aw = np.where(on_x, al[h, yi], 1 - al[h, yi])
+                np.minimum.at(g, w, g[w] - viol[h, yi] / aw)
+        for ax, ay, az, y, z, var in triples(x):
+            viol = ax * g[x] + ay * g[y] + az * g[z] - var
+            bad = (inD[y] | inD[z]) & (viol > 0)
+            if bad.any():
+                ax, ay, az, y, z, viol = ax[bad], ay[bad], az[bad], y[bad], z[bad], viol[bad]
+                cand = np.stack([np.full(y.size, x), y, z])
+                mass = np.where(inD[cand], f[cand], np.inf)
+                pick = np.argmin(mass, axis=0)
+                w = cand[pick, np.arange(y.size)]
+                aw = np.stack([ax, ay, az])[pick, np.arange(y.size)]
+                np.minimum.at(g, w, g[w] - viol / np.maximum(aw, 1e-300))
+    return 0.0
+
+
 def paper_rows(N: int, p: float, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
     """``(P_S, rows)`` of [001] Prop. 5 as printed: S ~ Binomial(N, p), L·P_S·c − (s∘P_S)·c ≤ 0 and
     (s∘P_S)·c − U·P_S·c ≤ 0 with the printed window."""
@@ -200,11 +469,16 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
     if mode == "verified":
         if T.shape[0] == 0:
             raise InputError("no user has a secret (every prior is 0 or 1): S is public")
+    if mode == "verified" and (method == "censored" or (method == "auto" and N > COLGEN_MAX_N)):
+        Q, opt, stats, solved = _solve_censored(p, eps, PS_true, T, gap_tol)
+        res = None
+    elif mode == "verified":
         res = lip_solve.solve(PS_true, eps, values=centred, T=T, method=method, time_limit=time_limit,
                         gap_tol=gap_tol)
         Q = res.mechanism.matrix
         stats = dict(res.stats, mse_true=res.objective)
         opt = res.optimality
+        solved = res.status
     elif mode == "paper":
         from .lip import Scenario, repair_columns
         from .lip_optimize import LPRank1Pricing, solve_colgen, solve_vertex
@@ -264,7 +538,54 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
     mech = Mechanism(Q, name=f"cip-{mode}", certificate=cert)
     if res is not None:
         return dataclasses.replace(res, mechanism=mech, certificate=cert, stats=stats)
+    if mode == "verified":  # the censored construction: certified CIP or a bug, never returned
+        if not ok:
+            raise SolverError(f"CIP censored construction: realised ε {real:.6g} above the target "
+                              f"{eps:g}", result=Result("error", mech, cert, opt, stats))
+        out = Result(solved, mech, cert, opt, stats)
+        raise_for_status(out, "CIP verified mode (censored construction)")
+        return out
     out = Result("closed_form", mech, cert, opt, stats)
     if solved != "optimal":
         raise_for_status(dataclasses.replace(out, status=solved), "CIP paper program")
     return out
+
+
+#: ``solve(mode="verified", method="auto")`` runs the exact column generation up to this N and the
+#: censored construction with its bound above (the colgen master fails on the tails of S beyond ~30)
+COLGEN_MAX_N = 30
+
+
+def _solve_censored(p, eps, PS, T, gap_tol):
+    """Verified mode by :func:`censored_users` (upper bound) and :func:`cip_lower_bound` (the bound,
+    clipped at the trivial 0); status by the package's rule (:func:`gap_status`, scale Var S). The
+    stats say which side of that rule certified it: ``certified_by`` "relative gap" or "absolute
+    floor" (gap ≤ 1e-8·Var S: then the optimum is only known to lie in [bound, objective]), and
+    ``gap_rel_true`` = gap / objective (the certificate's gap_rel divides by max(objective, 1e-12))."""
+    q = np.unique(p[(p > 0) & (p < 1)])
+    J = T[1::2] * q[:, None]
+    t0 = time.perf_counter()
+    cu = censored_users(p, eps, f=PS, J=J)
+    if cu is None:
+        raise SolverError("CIP censored construction: the two pools meet (window too narrow for "
+                          "separate tails); use method='exact' at small N")
+    t1 = time.perf_counter()
+    lb = cip_lower_bound(p, eps, f=PS, J=J, users=[i for i in cu["binding"] if i >= 0] or None)
+    t2 = time.perf_counter()
+    mse = cu["mse"]
+    bound = min(max(lb["bound"], 0.0), mse)
+    opt = OptimalityCertificate.from_values(mse, bound, source="one-user relaxation, weak duality")
+    s = np.arange(PS.size, dtype=float)
+    var_s = float(PS @ (s - PS @ s) ** 2)
+    solved = gap_status(opt, gap_tol, scale=var_s)
+    gap = mse - bound
+    rel = gap / mse if mse > 0 else 0.0
+    by = None if solved != "optimal" else "relative gap" if rel <= gap_tol else "absolute floor"
+    bl, bu = cu["binding"]
+    stats = {"mode": "verified", "method": "censored users", "stop": "closed form",
+             "mse_true": mse, "bound_raw": lb["bound"], "bound_user_prior": float(q[lb["user"]]),
+             "binding_priors": (float(q[bl]) if bl >= 0 else None, float(q[bu]) if bu >= 0 else None),
+             "k": cu["k"], "k_up": cu["k_up"], "theta": cu["theta"], "theta_up": cu["theta_up"],
+             "gap_rel_true": rel, "certified_by": by, "var_s": var_s, "abs_floor": GAP_ABS_TOL * var_s,
+             "time_construction_s": t1 - t0, "time_bound_s": t2 - t1}
+    return cu["Q"], opt, stats, solved
