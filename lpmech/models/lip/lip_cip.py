@@ -302,6 +302,125 @@ def _pair_columns(x, Y, s, B, lo, hi):
     return np.array(A), np.array(V), np.array(OK)
 
 
+def _channel_mse(Q, f) -> float:
+    """E[(S − E[S | Y])²] of a channel Q[s, y] on the pmf f, by the joint table (each output's
+    within variance: no cancellation)."""
+    s = np.arange(f.size, dtype=float)
+    joint = f[:, None] * Q
+    lam = joint.sum(axis=0)
+    ref = s[np.argmax(joint, axis=0)]  # centred on each output's heaviest value: a revealed value's
+    m = ref + ((s[:, None] - ref[None, :]) * joint).sum(axis=0) / np.where(lam > 0, lam, 1.0)  # mean is exact
+    return float((joint * (s[:, None] - m[None, :]) ** 2).sum())
+
+
+def pair_improvement(f, J, L, U, cu: dict, margin: float = 1e-6) -> np.ndarray | None:
+    """A better CIP channel than the censored construction ``cu`` (its pools stay available): the
+    posterior LP over two-point posteriors α δ_x + (1 − α) δ_y that are CIP for every user (x not
+    revealable; α at either end of the interval of α that keeps every user's window, the concave
+    variance makes the ends enough), the pools and the revealed values. One LP per tail (lower tail
+    first, then the upper with what it left), rows per unit mass of each point (each tail scaled by
+    its own mass); partner rows keep a ``margin`` for the coefficients HiGHS drops (< 1e-9), the
+    channel is rebuilt from the anchors' shares with the exact partner ratios. Returns Q or None (no
+    LP solution); the caller certifies it."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    N = f.size - 1
+    s = np.arange(N + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(f > 0, J / np.where(f > 0, f, 1.0), 0.0)
+    tol = 1e-12
+    feas = ((a >= L[:, None] - tol) & (a <= U[:, None] + tol)).all(axis=0) & (f > 0)
+    k, ku = cu["k"], cu["k_up"]
+    Dlo = np.nonzero(~feas & (s < k + 0.5) & (f > 0))[0]
+    Dhi = np.nonzero(~feas & (s > ku - 0.5) & (f > 0))[0]
+    if (~feas & (f > 0)).sum() != Dlo.size + Dhi.size:
+        return None
+    used = np.zeros(N + 1)  # share of each point already placed
+    cols = []  # (x, y, α, z) two-point columns; pools: ("pool", weights, t)
+    for D, pool_w in ((Dlo, cu["lower"]), (Dhi, cu["upper"])):
+        if D.size == 0:
+            continue
+        Fref = float(f[D].sum())
+        others = np.nonzero((f > 0) & ~np.isin(np.arange(N + 1), D))[0]
+        rows, cc, vals, cost, meta = [], [], [], [], []
+        anchor = {int(x): i for i, x in enumerate(D)}
+        prow = {int(y): D.size + i for i, y in enumerate(others)}
+        col = 0
+        for x in D:
+            d = a[:, x][:, None] - a[:, others]  # α·d + a(y) ∈ [L, U] per user
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lo_b = np.where(d > 0, (L[:, None] - a[:, others]) / d,
+                                np.where(d < 0, (U[:, None] - a[:, others]) / d, -np.inf))
+                hi_b = np.where(d > 0, (U[:, None] - a[:, others]) / d,
+                                np.where(d < 0, (L[:, None] - a[:, others]) / d, np.inf))
+                inside = ((a[:, others] >= L[:, None]) & (a[:, others] <= U[:, None])) | (d != 0)
+            alo = np.maximum(lo_b.max(axis=0), 0.0)
+            ahi = np.minimum(hi_b.min(axis=0), 1.0)
+            ok = inside.all(axis=0) & (ahi > 0) & (ahi >= alo) & (ahi < 1)
+            for yi in np.nonzero(ok)[0]:
+                y = int(others[yi])
+                for al in {float(ahi[yi]), float(alo[yi])}:
+                    if not 0 < al < 1:
+                        continue
+                    r = f[x] / f[y] * (1 - al) / al
+                    if not r <= 1e6:  # a partner far too light to carry x (HiGHS rejects huge entries)
+                        continue
+                    rows += [anchor[int(x)], prow[y]]
+                    cc += [col, col]
+                    vals += [1.0, r]
+                    cost.append(f[x] / Fref * (1 - al) * (s[x] - s[y]) ** 2)
+                    meta.append((int(x), y, al))
+                    col += 1
+        # the pool as one column of scale t ∈ [0, 1]
+        m = pool_w * f
+        pool_var = float(m @ (s - (m @ s) / m.sum()) ** 2) if m.sum() > 0 else 0.0
+        for pt in np.nonzero(pool_w > 0)[0]:
+            if int(pt) in anchor:
+                rows.append(anchor[int(pt)])
+            elif int(pt) in prow:
+                rows.append(prow[int(pt)])
+            else:
+                continue
+            cc.append(col)
+            vals.append(float(pool_w[pt]))
+        cost.append(pool_var / Fref)
+        meta.append(("pool", pool_w))
+        col += 1
+        nr = D.size + others.size
+        A = sparse.csr_matrix((vals, (rows, cc)), shape=(nr, col))
+        b_eq = 1.0 - used[D]
+        b_ub = np.maximum(1.0 - used[others] - margin, 0.0)
+        out = linprog(np.array(cost), A_ub=A[D.size:], b_ub=b_ub, A_eq=A[:D.size], b_eq=b_eq,
+                      bounds=[(0, None)] * (col - 1) + [(0, 1)], method="highs")
+        if out.status != 0:
+            return None
+        z = np.maximum(out.x, 0.0)
+        for c in np.nonzero(z > 0)[0]:
+            mt = meta[c]
+            if mt[0] == "pool":
+                cols.append(z[c] * mt[1])
+                used += z[c] * mt[1]
+            else:
+                x, y, al = mt
+                q = np.zeros(N + 1)
+                q[x] = z[c]
+                q[y] = z[c] * f[x] / f[y] * (1 - al) / al
+                cols.append(q)
+                used += q
+    rest = 1.0 - used
+    if (rest[~feas & (f > 0)] > 1e-6).any() or (rest < -1e-9).any():
+        return None
+    rest = np.maximum(rest, 0.0)
+    rest[~feas] = 0.0
+    reveal = np.nonzero(rest > 0)[0]
+    R = np.zeros((N + 1, reveal.size))
+    R[reveal, np.arange(reveal.size)] = rest[reveal]
+    Q = np.column_stack([*cols, R]) if cols else R
+    Q = Q / Q.sum(axis=1, keepdims=True)
+    return Q
+
+
 def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float = 1e-30) -> dict:
     """A lower bound on the MSE of every CIP channel on the sum (users' own priors), by the
     relaxation to one user's window plus the window on the posterior mean, and weak duality.
@@ -330,23 +449,32 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
     if f is None or J is None:
         f, J = _joint_ones(p)
     q, L, U = user_windows(p, eps)
-    e = math.exp(eps)
-    Lall = float(np.maximum(p / e, 1 - (1 - p) * e)[(p > 0) & (p < 1)].sum() + (p == 1).sum())
-    Uall = float(np.minimum(p * e, 1 - (1 - p) / e)[(p > 0) & (p < 1)].sum() + (p == 1).sum())
     N = f.size - 1
     s = np.arange(N + 1.0)
     if users is None:
         cu = censored_users(p, eps, f=f, J=J)
         users = sorted({i for i in (cu["binding"] if cu else ()) if i >= 0}) or [0, q.size - 1]
+    counts = np.array([(p == v).sum() for v in q], float)  # Σ_i a_i = S − #(p_i = 1)
     per_user = {}
     shifts = {}
-    for j in users:
+    cands = []
+    for c in users:  # a user j: (e_j, counts); a pair (i, j): (e_i, e_j); else a pair of weights
+        if isinstance(c, (int, np.integer)):
+            w1 = np.zeros(q.size)
+            w1[c] = 1.0
+            cands.append((int(c), w1, counts))
+        elif len(c) == 2 and all(isinstance(x, (int, np.integer)) for x in c):
+            w1, w2 = np.zeros(q.size), np.zeros(q.size)
+            w1[c[0]], w2[c[1]] = 1.0, 1.0
+            cands.append(((int(c[0]), int(c[1])), w1, w2))
+        else:
+            cands.append((len(cands), np.asarray(c[0], float), np.asarray(c[1], float)))
+    for j, w1, w2 in cands:
         with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where(f > 0, J[j] / np.where(f > 0, f, 1.0), 0.0)
-        B = np.vstack([a, s])
-        lo, hi = np.array([L[j], Lall]), np.array([U[j], Uall])
-        tol = 1e-12
-        feas = (a >= L[j] - tol) & (a <= U[j] + tol) & (s >= Lall - tol) & (s <= Uall + tol)
+            B = np.where(f > 0, (np.vstack([w1, w2]) @ J) / np.where(f > 0, f, 1.0), 0.0)
+        lo, hi = np.array([w1 @ L, w2 @ L]), np.array([w1 @ U, w2 @ U])
+        tol = 1e-12 * max(1.0, float(np.abs(w2).sum()))
+        feas = ((B >= lo[:, None] - tol) & (B <= hi[:, None] + tol)).all(axis=0)
         F = np.nonzero(feas & (f > 0))[0]
         Dall = np.nonzero(~feas & (f > 0))[0]
         mid = F.mean() if F.size else N / 2
@@ -363,8 +491,8 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
             g[Dall] = np.where(np.isfinite(g[Dall]), g[Dall], 0.0)
         delta = _deficient_repair(g, f, Dall, s, B, lo, hi)
         g[Dall] -= delta
-        shifts[int(j)] = delta
-        per_user[int(j)] = float(f @ g)
+        shifts[j] = delta
+        per_user[j] = float(f @ g)
     best = max(per_user, key=per_user.get)
     return {"bound": per_user[best], "user": best, "per_user": per_user, "shift": shifts[best]}
 
@@ -569,10 +697,18 @@ def _solve_censored(p, eps, PS, T, gap_tol):
     if cu is None:
         raise SolverError("CIP censored construction: the two pools meet (window too narrow for "
                           "separate tails); use method='exact' at small N")
+    Q, mse, how = cu["Q"], cu["mse"], "censored users"
+    _, L, U = user_windows(p, eps)
+    Qp = pair_improvement(PS, J, L, U, cu)
+    if Qp is not None:
+        mse_p = _channel_mse(Qp, PS)
+        if mse_p < mse and cip_epsilon(Qp, p) <= eps * (1 + EPS_RTOL):
+            Q, mse, how = Qp, mse_p, "censored users + pair LP"
     t1 = time.perf_counter()
-    lb = cip_lower_bound(p, eps, f=PS, J=J, users=[i for i in cu["binding"] if i >= 0] or None)
+    bl, bu = cu["binding"]
+    users = [(bl, bu)] if bl >= 0 and bu >= 0 and bl != bu else [i for i in (bl, bu) if i >= 0] or None
+    lb = cip_lower_bound(p, eps, f=PS, J=J, users=users)
     t2 = time.perf_counter()
-    mse = cu["mse"]
     bound = min(max(lb["bound"], 0.0), mse)
     opt = OptimalityCertificate.from_values(mse, bound, source="one-user relaxation, weak duality")
     s = np.arange(PS.size, dtype=float)
@@ -581,11 +717,12 @@ def _solve_censored(p, eps, PS, T, gap_tol):
     gap = mse - bound
     rel = gap / mse if mse > 0 else 0.0
     by = None if solved != "optimal" else "relative gap" if rel <= gap_tol else "absolute floor"
-    bl, bu = cu["binding"]
-    stats = {"mode": "verified", "method": "censored users", "stop": "closed form",
-             "mse_true": mse, "bound_raw": lb["bound"], "bound_user_prior": float(q[lb["user"]]),
+    ju = lb["user"]
+    stats = {"mode": "verified", "method": how, "stop": "closed form", "mse_construction": cu["mse"],
+             "mse_true": mse, "bound_raw": lb["bound"],
+             "bound_users_priors": tuple(float(q[i]) for i in np.atleast_1d(ju)),
              "binding_priors": (float(q[bl]) if bl >= 0 else None, float(q[bu]) if bu >= 0 else None),
              "k": cu["k"], "k_up": cu["k_up"], "theta": cu["theta"], "theta_up": cu["theta_up"],
              "gap_rel_true": rel, "certified_by": by, "var_s": var_s, "abs_floor": GAP_ABS_TOL * var_s,
              "time_construction_s": t1 - t0, "time_bound_s": t2 - t1}
-    return cu["Q"], opt, stats, solved
+    return Q, opt, stats, solved
