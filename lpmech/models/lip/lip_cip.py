@@ -265,6 +265,8 @@ def _transport_duals(f, s, B, lo, hi, D, F, cut: float) -> np.ndarray:
         al, var, ok = _pair_columns(x, F, s, B, lo, hi)
         for h, y_i in zip(*np.nonzero(ok), strict=True):
             y, a = F[y_i], al[h, y_i]
+            if not f[x] / f[y] * (1 - a) / a <= 1e6:  # too light a partner: left to the pricing below
+                continue
             rows += [x_i, keep.size + y_i]
             cols += [col, col]
             vals += [1.0, f[x] / f[y] * (1 - a) / a]
