@@ -475,6 +475,17 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
         with np.errstate(divide="ignore", invalid="ignore"):
             B = np.where(f > 0, (np.vstack([w1, w2]) @ J) / np.where(f > 0, f, 1.0), 0.0)
         lo, hi = np.array([w1 @ L, w2 @ L]), np.array([w1 @ U, w2 @ U])
+        # affinely dependent functionals (a global prior: a_j = s/N): one functional, the
+        # intersection of the two windows, and no three-point vertices
+        pos = f > 0
+        X = np.column_stack([np.ones(pos.sum()), B[0, pos]])
+        coef = np.linalg.lstsq(X, B[1, pos], rcond=None)[0]
+        single = bool(abs(coef[1]) > 0 and np.abs(X @ coef - B[1, pos]).max()
+                      <= 1e-9 * max(np.abs(B[1, pos]).max(), 1e-300))
+        if single:
+            ends = sorted([(lo[1] - coef[0]) / coef[1], (hi[1] - coef[0]) / coef[1]])
+            w = (max(lo[0], ends[0]), min(hi[0], ends[1]))
+            B, lo, hi = np.vstack([B[0], B[0]]), np.array([w[0], w[0]]), np.array([w[1], w[1]])
         tol = 1e-12 * max(1.0, float(np.abs(w2).sum()))
         feas = ((B >= lo[:, None] - tol) & (B <= hi[:, None] + tol)).all(axis=0)
         F = np.nonzero(feas & (f > 0))[0]
@@ -491,7 +502,7 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
                 if ok.any() else 0.0
         if not np.isfinite(g[Dall]).all():
             g[Dall] = np.where(np.isfinite(g[Dall]), g[Dall], 0.0)
-        delta = _deficient_repair(g, f, Dall, s, B, lo, hi)
+        delta = _deficient_repair(g, f, Dall, s, B, lo, hi, single)
         g[Dall] -= delta
         shifts[j] = delta
         per_user[j] = float(f @ g)
@@ -499,7 +510,7 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
     return {"bound": per_user[best], "user": best, "per_user": per_user, "shift": shifts[best]}
 
 
-def _deficient_repair(g, f, D, s, B, lo, hi) -> float:
+def _deficient_repair(g, f, D, s, B, lo, hi, single: bool = False) -> float:
     """Make g·v ≤ Var(v) hold at the vertices of R_j that the pricing by feasible partners does not
     cover (a three-point vertex has one side of each functional active; one point at least is
     deficient, else g·v ≤ 0 ≤ Var): first, at three-point vertices with one deficient point x, cap
@@ -513,6 +524,8 @@ def _deficient_repair(g, f, D, s, B, lo, hi) -> float:
     sides = [(B[0] - a, B[1] - b) for a in (lo[0], hi[0]) for b in (lo[1], hi[1])]
 
     def triples(x):  # the three-point vertices through x: (α_x, α_y, α_z, y, z, Var)
+        if single:  # one functional: no three-point vertices
+            return
         m = (yy0 != x) & (zz0 != x)
         yy, zz = yy0[m], zz0[m]
         for C1, C2 in sides:  # α solves [1 1 1; C1; C2] α = (1, 0, 0) (Cramer)
@@ -522,7 +535,13 @@ def _deficient_repair(g, f, D, s, B, lo, hi) -> float:
             det = c_x + c_y + c_z
             with np.errstate(divide="ignore", invalid="ignore"):
                 ax, ay, az = c_x / det, c_y / det, c_z / det
-            ok = np.isfinite(ax) & (ax >= -1e-12) & (ay >= -1e-12) & (az >= -1e-12)
+            # |det| ≤ 1e-10 Σ|c| puts some |α| above 3e9: no vertex; cofactors at round-off of
+            # their products carry no information (nearly dependent functionals): skipped
+            csum = np.abs(c_x) + np.abs(c_y) + np.abs(c_z)
+            prods = np.abs(C1[yy] * C2[zz]) + np.abs(C1[zz] * C2[yy]) + np.abs(C1[zz] * C2[x]) \
+                + np.abs(C1[x] * C2[zz]) + np.abs(C1[x] * C2[yy]) + np.abs(C1[yy] * C2[x])
+            ok = np.isfinite(ax) & (ax >= -1e-12) & (ay >= -1e-12) & (az >= -1e-12) \
+                & (np.abs(det) > 1e-10 * csum) & (csum > 1e-12 * prods)
             if ok.any():
                 ax, ay, az, y, z = ax[ok], ay[ok], az[ok], yy[ok], zz[ok]
                 var = ax * ay * (s[x] - s[y]) ** 2 + ax * az * (s[x] - s[z]) ** 2 \
