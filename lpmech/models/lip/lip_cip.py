@@ -246,40 +246,57 @@ def censored_users(p, epsilon: float, *, f=None, J=None) -> dict | None:
             "binding": (bl, bu), "Q": np.column_stack(cols), "mse": mse}
 
 
-def _transport_duals(f, s, B, lo, hi, D, F, cut: float) -> np.ndarray:
-    """Capacity prices v ≥ 0 on the feasible points F from the LP of one tail D: every deficient
-    point x (mass f_x) pairs with feasible points y into two-point posteriors on an active side;
-    scaled by the tail's own mass (rows per unit mass of x and of y), points below ``cut``·max f_D
-    dropped (their share is priced afterwards by :func:`cip_lower_bound`)."""
+def _transport_duals(f, s, B, lo, hi, D, F, cut: float, extra=()) -> tuple[np.ndarray, np.ndarray]:
+    """``(v, u)`` from the LP of one tail D (the relaxed design problem restricted to it): every
+    deficient point x (mass f_x) pools with feasible points into two-point posteriors on an active
+    side, or into the columns in ``extra`` ((points, α, Var): two- and three-point posteriors found
+    by :func:`cip_lower_bound`'s pricing, through other points of D too). Rows per unit mass of each
+    point, the tail scaled by its own mass; points below ``cut``·max f_D dropped (priced afterwards)
+    and columns with entries > 1e6 (a partner too light to carry its anchor) left out. v ≥ 0: the
+    prices of the feasible points' capacity; u: the duals of the kept deficient points (nan
+    elsewhere), both per unit mass. Any v and u only seed the bound, which is checked in full."""
     from scipy import sparse
     from scipy.optimize import linprog
 
     v = np.zeros(f.size)
+    u = np.full(f.size, np.nan)
     keep = D[f[D] >= cut * f[D].max()] if D.size else D
     if keep.size == 0 or F.size == 0:
-        return v
+        return v, u
     Fref = float(f[D].sum())
+    row = {int(x): i for i, x in enumerate(keep)}
+    row.update({int(y): keep.size + i for i, y in enumerate(F)})
     rows, cols, vals, cost = [], [], [], []
     col = 0
-    for x_i, x in enumerate(keep):
+
+    def add(pts, al, var):
+        nonlocal col
+        x = pts[0]
+        coefs = [f[x] / f[o] * a / al[0] for o, a in zip(pts[1:], al[1:], strict=True)]
+        if int(x) not in row or not all(int(o) in row for o in pts[1:]) \
+                or not all(c <= 1e6 for c in coefs):
+            return
+        rows.extend(row[int(o)] for o in pts)
+        cols.extend([col] * len(pts))
+        vals.extend([1.0, *coefs])
+        cost.append(f[x] / Fref * var / al[0])
+        col += 1
+
+    for x in keep:
         al, var, ok = _pair_columns(x, F, s, B, lo, hi)
         for h, y_i in zip(*np.nonzero(ok), strict=True):
-            y, a = F[y_i], al[h, y_i]
-            if not f[x] / f[y] * (1 - a) / a <= 1e6:  # too light a partner: left to the pricing below
-                continue
-            rows += [x_i, keep.size + y_i]
-            cols += [col, col]
-            vals += [1.0, f[x] / f[y] * (1 - a) / a]
-            cost.append(f[x] / Fref * var[h, y_i] / a)
-            col += 1
+            add((x, F[y_i]), (al[h, y_i], 1 - al[h, y_i]), var[h, y_i])
+    for pts, al, var in extra:
+        add(pts, al, var)
     if col == 0:
-        return v
+        return v, u
     A = sparse.csr_matrix((vals, (rows, cols)), shape=(keep.size + F.size, col))
     out = linprog(np.array(cost), A_ub=A[keep.size:], b_ub=np.ones(F.size), A_eq=A[:keep.size],
                   b_eq=np.ones(keep.size), bounds=(0, None), method="highs")
     if out.status == 0:
         v[F] = np.maximum(-out.ineqlin.marginals, 0.0) * Fref / f[F]
-    return v
+        u[keep] = out.eqlin.marginals * Fref / f[keep]
+    return v, u
 
 
 def _pair_columns(x, Y, s, B, lo, hi):
@@ -423,7 +440,8 @@ def pair_improvement(f, J, L, U, cu: dict, margin: float = 1e-6) -> np.ndarray |
     return Q
 
 
-def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float = 1e-30) -> dict:
+def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float = 1e-30,
+                    rounds: int = 12) -> dict:
     """A lower bound on the MSE of every CIP channel on the sum (users' own priors), by the
     relaxation to one user's window plus the window on the posterior mean, and weak duality.
 
@@ -491,55 +509,78 @@ def cip_lower_bound(p, epsilon: float, *, users=None, f=None, J=None, cut: float
         F = np.nonzero(feas & (f > 0))[0]
         Dall = np.nonzero(~feas & (f > 0))[0]
         mid = F.mean() if F.size else N / 2
-        v = np.zeros(N + 1)
-        for D in (Dall[Dall < mid], Dall[Dall > mid]):
-            v += _transport_duals(f, s, B, lo, hi, D, F, cut)
-        g = np.zeros(N + 1)
-        g[F] = -v[F]
-        for x in Dall:
-            al, var, ok = _pair_columns(x, F, s, B, lo, hi)
-            g[x] = float(np.where(ok, var / al + v[F][None, :] * (1 - al) / al, np.inf).min()) \
-                if ok.any() else 0.0
+        tails = [D for D in (Dall[Dall < mid], Dall[Dall > mid]) if D.size]
+        extra = [[] for _ in tails]
+        for _ in range(rounds):  # LP per tail, price, add violated columns through D (column gen.)
+            v = np.zeros(N + 1)
+            u = np.full(N + 1, np.nan)
+            for D, ex in zip(tails, extra, strict=True):
+                vt, ut = _transport_duals(f, s, B, lo, hi, D, F, cut, ex)
+                v += vt
+                u = np.where(np.isnan(ut), u, ut)
+            g = np.zeros(N + 1)
+            g[F] = -v[F]
+            for x in Dall:  # the most each point may carry against feasible partners
+                al, var, ok = _pair_columns(x, F, s, B, lo, hi)
+                g[x] = float(np.where(ok, var / al + v[F][None, :] * (1 - al) / al, np.inf).min()) \
+                    if ok.any() else 0.0
+            g = np.where(np.isnan(u), g, np.minimum(g, u))
+            added = 0
+            for D, ex in zip(tails, extra, strict=True):
+                kept = D[f[D] >= cut * f[D].max()]
+                P = np.union1d(F, kept)
+                iP, jP = np.triu_indices(P.size, 1)
+                for x in kept:
+                    tol = 1e-9 * max(abs(g[x]), 1e-300)
+                    Y = kept[kept > x]
+                    if Y.size:  # two deficient points
+                        al, var, ok = _pair_columns(x, Y, s, B, lo, hi)
+                        viol = np.where(ok, (al * g[x] + (1 - al) * g[Y][None, :] - var) / al, -np.inf)
+                        h, yi = np.unravel_index(int(np.argmax(viol)), viol.shape)
+                        if viol[h, yi] > tol:
+                            ex.append(((x, Y[yi]), (al[h, yi], 1 - al[h, yi]), var[h, yi]))
+                            added += 1
+                    if single:
+                        continue
+                    sel = (P[iP] != x) & (P[jP] != x)
+                    best_v, best_c = tol, None
+                    for ax, ay, az, y, z, var in _three_point(x, P[iP][sel], P[jP][sel], s, B, lo, hi):
+                        viol = (ax * g[x] + ay * g[y] + az * g[z] - var) / np.maximum(ax, 1e-300)
+                        i = int(np.argmax(viol))
+                        if viol[i] > best_v:
+                            best_v, best_c = float(viol[i]), ((x, y[i], z[i]), (ax[i], ay[i], az[i]), var[i])
+                    if best_c is not None:
+                        ex.append(best_c)
+                        added += 1
+            if not added:
+                break
         if not np.isfinite(g[Dall]).all():
             g[Dall] = np.where(np.isfinite(g[Dall]), g[Dall], 0.0)
-        delta = _deficient_repair(g, f, Dall, s, B, lo, hi, single)
-        g[Dall] -= delta
-        shifts[j] = delta
+        pre = float(f @ g)
+        _deficient_repair(g, f, Dall, F, s, B, lo, hi, single)
+        shifts[j] = pre - float(f @ g)
         per_user[j] = float(f @ g)
     best = max(per_user, key=per_user.get)
     return {"bound": per_user[best], "user": best, "per_user": per_user, "shift": shifts[best]}
 
 
-def _deficient_repair(g, f, D, s, B, lo, hi, single: bool = False) -> float:
-    """Make g·v ≤ Var(v) hold at the vertices of R_j that the pricing by feasible partners does not
-    cover (a three-point vertex has one side of each functional active; one point at least is
-    deficient, else g·v ≤ 0 ≤ Var): first, at three-point vertices with one deficient point x, cap
-    g_x at (Var − the others' share)/α_x (in place); then return δ ≥ 0 such that g − δ·1_D holds at
-    the vertices with two or three deficient points (pairs and triples): the largest violation per
-    unit of their mass on D (lowering g anywhere keeps every vertex already satisfied)."""
-    n = s.size
-    inD = np.zeros(n, bool)
-    inD[D] = True
-    yy0, zz0 = np.triu_indices(n, 1)
-    sides = [(B[0] - a, B[1] - b) for a in (lo[0], hi[0]) for b in (lo[1], hi[1])]
-
-    def triples(x):  # the three-point vertices through x: (α_x, α_y, α_z, y, z, Var)
-        if single:  # one functional: no three-point vertices
-            return
-        m = (yy0 != x) & (zz0 != x)
-        yy, zz = yy0[m], zz0[m]
-        for C1, C2 in sides:  # α solves [1 1 1; C1; C2] α = (1, 0, 0) (Cramer)
+def _three_point(x, yy, zz, s, B, lo, hi):
+    """The three-point vertices of R through x and the pairs (yy, zz): one side of each functional
+    active, α solving [1 1 1; C1; C2] α = (1, 0, 0) by Cramer's rule; yields (α_x, α_y, α_z, y, z,
+    Var) per side pair. A |det| ≤ 1e-10 Σ|cofactors| puts some |α| above 3e9 (no vertex);
+    cofactors at the round-off of their products (nearly dependent functionals) are skipped."""
+    for a in (lo[0], hi[0]):
+        for b in (lo[1], hi[1]):
+            C1, C2 = B[0] - a, B[1] - b
             c_x = C1[yy] * C2[zz] - C1[zz] * C2[yy]
             c_y = C1[zz] * C2[x] - C1[x] * C2[zz]
             c_z = C1[x] * C2[yy] - C1[yy] * C2[x]
             det = c_x + c_y + c_z
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ax, ay, az = c_x / det, c_y / det, c_z / det
-            # |det| ≤ 1e-10 Σ|c| puts some |α| above 3e9: no vertex; cofactors at round-off of
-            # their products carry no information (nearly dependent functionals): skipped
             csum = np.abs(c_x) + np.abs(c_y) + np.abs(c_z)
             prods = np.abs(C1[yy] * C2[zz]) + np.abs(C1[zz] * C2[yy]) + np.abs(C1[zz] * C2[x]) \
                 + np.abs(C1[x] * C2[zz]) + np.abs(C1[x] * C2[yy]) + np.abs(C1[yy] * C2[x])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ax, ay, az = c_x / det, c_y / det, c_z / det
             ok = np.isfinite(ax) & (ax >= -1e-12) & (ay >= -1e-12) & (az >= -1e-12) \
                 & (np.abs(det) > 1e-10 * csum) & (csum > 1e-12 * prods)
             if ok.any():
@@ -548,36 +589,57 @@ def _deficient_repair(g, f, D, s, B, lo, hi, single: bool = False) -> float:
                     + ay * az * (s[y] - s[z]) ** 2
                 yield ax, ay, az, y, z, var
 
+
+def _deficient_repair(g, f, D, F, s, B, lo, hi, single: bool = False) -> None:
+    """Make g·v ≤ Var(v) hold (in place) at the vertices of R that the pricing by feasible partners
+    does not cover; lowering g keeps every vertex already satisfied. A three-point vertex has one
+    side of each functional active and one deficient point at least (else g·v ≤ 0 ≤ Var). First the
+    three-point vertices with one deficient point x cap g_x at (Var − the others' share)/α_x; then
+    each violated vertex with two or three deficient points (pairs and triples) is cut on the
+    deficient point w where it costs the bound least (f_w·violation/α_w), with g at the start of its
+    batch (later cuts only lower g)."""
+    n = s.size
+    inD = np.zeros(n, bool)
+    inD[D] = True
+    iF, jF = np.triu_indices(F.size, 1)
+    yyF, zzF = F[iF], F[jF]
+    yy0, zz0 = np.triu_indices(n, 1)
+    m = inD[yy0] | inD[zz0]
+    yyD, zzD = yy0[m], zz0[m]
     for x in D:  # pass 1: one deficient point
-        for ax, ay, az, y, z, var in triples(x):
-            one = ~inD[y] & ~inD[z] & (ax > 0)
+        if single:
+            break
+        for ax, ay, az, y, z, var in _three_point(x, yyF, zzF, s, B, lo, hi):
+            one = ax > 0
             if one.any():
                 cap = (var[one] - ay[one] * g[y[one]] - az[one] * g[z[one]]) / ax[one]
                 g[x] = min(g[x], float(cap.min()))
-    for x in D:  # pass 2: two or three deficient points; the deepest of them (least mass) takes
-        # the cut, computed with g at the start of the batch (later cuts only lower g further)
+    for x in D:  # pass 2: two or three deficient points
         Y = D[D > x]
         if Y.size:
             al, var, ok = _pair_columns(x, Y, s, B, lo, hi)
             viol = np.where(ok, al * g[x] + (1 - al) * g[Y][None, :] - var, -np.inf)
             h, yi = np.nonzero(viol > 0)
-            if h.size:
-                on_x = f[x] <= f[Y[yi]]
+            if h.size:  # cut where it costs least: f_w·violation/α_w
+                on_x = f[x] / al[h, yi] <= f[Y[yi]] / (1 - al[h, yi])
                 w = np.where(on_x, x, Y[yi])
                 aw = np.where(on_x, al[h, yi], 1 - al[h, yi])
                 np.minimum.at(g, w, g[w] - viol[h, yi] / aw)
-        for ax, ay, az, y, z, var in triples(x):
+        if single:
+            continue
+        sel = (yyD != x) & (zzD != x)
+        for ax, ay, az, y, z, var in _three_point(x, yyD[sel], zzD[sel], s, B, lo, hi):
             viol = ax * g[x] + ay * g[y] + az * g[z] - var
-            bad = (inD[y] | inD[z]) & (viol > 0)
+            bad = viol > 0
             if bad.any():
                 ax, ay, az, y, z, viol = ax[bad], ay[bad], az[bad], y[bad], z[bad], viol[bad]
                 cand = np.stack([np.full(y.size, x), y, z])
-                mass = np.where(inD[cand], f[cand], np.inf)
-                pick = np.argmin(mass, axis=0)
+                alph = np.stack([ax, ay, az])
+                price = np.where(inD[cand] & (alph > 0), f[cand] / np.maximum(alph, 1e-300), np.inf)
+                pick = np.argmin(price, axis=0)
                 w = cand[pick, np.arange(y.size)]
-                aw = np.stack([ax, ay, az])[pick, np.arange(y.size)]
+                aw = alph[pick, np.arange(y.size)]
                 np.minimum.at(g, w, g[w] - viol / np.maximum(aw, 1e-300))
-    return 0.0
 
 
 def paper_rows(N: int, p: float, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
