@@ -156,6 +156,10 @@ def test_lrgeo_solve_auto_retention_and_pure_cuts_agree_with_monolithic():
         assert r.stats["cost"] == pytest.approx(mono.stats["cost"], rel=1e-6)
     assert auto.stats["retain_after"] == lrgeo.RETAIN_AFTER and auto.stats["iterations"] <= 2
     assert pure.stats["retained_blocks"] == 0 and pure.stats["iterations"] > auto.stats["iterations"]
+    if auto.stats["retained_blocks"]:  # the endgame's whole LP reports its rounds
+        whole = auto.stats["whole_lp"]
+        assert len(whole["trace"]) == whole["rounds"] and whole["trace"][-1]["violated"] == 0
+    assert "whole_lp" not in pure.stats
     with pytest.raises(lrgeo.InputError):
         lrgeo.solve(GRID, USERS, P, executor="serial", retain_after=0)
 
@@ -223,3 +227,63 @@ def test_relaxed_values_with_lazy_rows_equal_the_full_lps():
         assert b.lazy is not None and b.lazy.any()
         full = solve_lp(b.c, b.A, b.row_lo, b.row_hi, b.col_lo, b.col_hi)
         assert solve_block_alone(b) == pytest.approx(full.objective, rel=1e-7, abs=1e-10)
+
+
+class _FlakyHighs:
+    """A HiGHS model whose runs number ``fail`` (1-based) stop at once (iteration limit 0): the
+    status a numerical breakdown leaves (neither optimal, infeasible nor a time limit)."""
+
+    def __init__(self, h, fail):
+        self._h, self._fail, self._runs = h, set(fail), 0
+
+    def __getattr__(self, name):
+        return getattr(self._h, name)
+
+    def run(self):
+        self._runs += 1
+        if self._runs not in self._fail:
+            return self._h.run()
+        self._h.setOptionValue("simplex_iteration_limit", 0)
+        self._h.setOptionValue("ipm_iteration_limit", 0)
+        try:
+            return self._h.run()
+        finally:
+            self._h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+            self._h.setOptionValue("ipm_iteration_limit", 2**31 - 1)
+
+
+@pytest.mark.parametrize("fail, steps", [({2}, ["steepest edge"]), ({2, 3}, ["steepest edge", "cold start"]),
+                                         ({2, 3, 4}, ["steepest edge", "cold start", "ipm"])])
+def test_whole_lp_with_lazy_rows_recovers_from_a_failed_round(monkeypatch, fail, steps):
+    """A warm re-solve that breaks down is retried (steepest edge, cold, IPM) in the same model; the
+    result is still the optimum of HiGHS on all rows, feasible for all rows, with a valid bound."""
+    import lpmech.solvers.highs as highs_mod
+
+    prob = clr(3.0, 1.0).problem
+    c, A, lo, hi, clo, chi = prob.as_lp()
+    full = solve_lp(c, A, lo, hi, clo, chi)
+    made = highs_mod.new_highs
+    monkeypatch.setattr(highs_mod, "new_highs", lambda *a, **k: _FlakyHighs(made(*a, **k), fail))
+    res = solve_whole_lazy(prob)
+    assert res.stats["recoveries"] == steps
+    assert res.status == "optimal"
+    tr = res.stats["trace"]  # one entry per round; the failed round carries its recovery steps
+    assert [t["round"] for t in tr] == list(range(1, res.stats["rounds"] + 1))
+    assert tr[1]["recoveries"] == steps and all(not t["recoveries"] for t in tr[:1] + tr[2:])
+    assert all(t["status"] == "Optimal" for t in tr) and tr[-1]["violated"] == 0
+    assert np.all(np.diff([t["rows"] for t in tr]) > 0) and tr[-1]["rows"] == res.stats["rows_in_model"]
+    assert res.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+    ax = A @ res.x
+    assert (ax >= lo - 1e-8).all() and (ax <= hi + 1e-8).all()
+    assert res.bound <= full.objective + 1e-8
+    assert res.bound == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+
+
+def test_whole_lp_with_lazy_rows_reports_an_unrecovered_breakdown(monkeypatch):
+    import lpmech.solvers.highs as highs_mod
+
+    made = highs_mod.new_highs
+    monkeypatch.setattr(highs_mod, "new_highs", lambda *a, **k: _FlakyHighs(made(*a, **k), range(2, 9)))
+    res = solve_whole_lazy(clr(3.0, 1.0).problem)
+    assert res.status == "error" and res.x is None
+    assert res.stats["recoveries"] == ["steepest edge", "cold start", "ipm"]

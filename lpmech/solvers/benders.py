@@ -502,6 +502,44 @@ class _Master:
 WHOLE_LAZY_OPTIONS = {"presolve": "off", "simplex_dual_edge_weight_strategy": 1}
 
 
+#: what :func:`solve_whole_lazy` tries, in order, when a warm re-solve ends in numerical trouble
+#: (HiGHS status other than optimal / infeasible / time limit): (1) from the same basis with dual
+#: steepest edge and Markowitz threshold 0.5 (then kept for the later rounds), (2) a cold start
+#: of the current model, (3) the interior point method with crossover (a basis for the next round).
+#: Measured on Rome, ε = 3, r_exp = 1.5 (issue 13, loaded 2-core machine): with Devex the warm
+#: re-solve after the 4th round of added rows ends in a HiGHS error at 100 users (primal
+#: infeasibilities of 1e9 after "Increasing Markowitz threshold"); with dual steepest edge and
+#: threshold 0.5 the same round ends optimal.
+RECOVERY = (("steepest edge", {"simplex_dual_edge_weight_strategy": 2, "factor_pivot_threshold": 0.5}),
+            ("cold start", None), ("ipm", {"solver": "ipm", "run_crossover": "on"}))
+
+
+def _recover_whole(h, recoveries: list, settled, t0: float, time_limit) -> object:
+    """Re-solve the model in ``h`` after numerical trouble by the steps of :data:`RECOVERY` (each
+    one appended to ``recoveries``; the steepest-edge step only once, its options stay); returns
+    the final HiGHS model status."""
+    ms = h.getModelStatus()
+    for name, opts in RECOVERY:
+        if name == "steepest edge" and name in recoveries:
+            continue
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:  # (HiGHS' own limit
+            return highspy.HighsModelStatus.kTimeLimit  # counts its run time over all runs)
+        log.info("whole LP with lazy rows: HiGHS ended %r; retrying (%s)", h.modelStatusToString(ms), name)
+        recoveries.append(name)
+        if opts is None:
+            h.clearSolver()
+        else:
+            for k, v in opts.items():
+                h.setOptionValue(k, v)
+        h.run()
+        ms = h.getModelStatus()
+        if name == "ipm":
+            h.setOptionValue("solver", "simplex")
+        if ms in settled:
+            break
+    return ms
+
+
 def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float | None = None,
                      options: dict | None = None) -> Result:
     """The whole LP (:meth:`BendersProblem.as_lp`) by row generation over the blocks' ``lazy`` rows.
@@ -512,8 +550,11 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
     :data:`LAZY_TOL`, in rounds into one persistent HiGHS model (dual simplex from the current
     basis). The model is a relaxation of the whole LP, so the Lagrangian bound of its duals (0 on
     the rows left out) is a certified lower bound of the whole LP; at the end no row is violated
-    beyond the tolerances, so the solution is feasible like any LP solution. Returns a
-    :class:`Result` (``x``, ``bound``; ``stats``: ``rounds``, ``rows_in_model``).
+    beyond the tolerances, so the solution is feasible like any LP solution. A re-solve that ends in
+    numerical trouble is retried in the same model (:data:`RECOVERY`). Returns a :class:`Result`
+    (``x``, ``bound``; ``stats``: ``rounds``, ``rows_in_model``, ``recoveries``, and ``trace``, per
+    round: rows in the model, HiGHS status, simplex iterations, recoveries, seconds, value, rows
+    then violated).
     """
     from ..certificate import lagrangian_bound
     from .highs import DEFAULT_OPTIONS, add_rows, new_highs
@@ -544,11 +585,23 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
     rounds = iters = 0
     status = "error"
     x = None
+    recoveries: list[str] = []
+    settled = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible,
+               highspy.HighsModelStatus.kTimeLimit)
+    trace: list[dict] = []
     while True:
+        t_round = time.perf_counter()
         h.run()
         rounds += 1
-        iters += int(h.getInfo().simplex_iteration_count)
         ms = h.getModelStatus()
+        n_rec = len(recoveries)
+        if ms not in settled:  # numerical trouble in the warm re-solve: recover, in this model
+            ms = _recover_whole(h, recoveries, settled, t0, time_limit)
+        it_round = int(h.getInfo().simplex_iteration_count)
+        iters += it_round
+        trace.append({"round": rounds, "rows": int(order.size), "status": h.modelStatusToString(ms),
+                      "simplex_iterations": it_round, "recoveries": recoveries[n_rec:],
+                      "time_s": time.perf_counter() - t_round})
         if ms != highspy.HighsModelStatus.kOptimal:
             status = {highspy.HighsModelStatus.kInfeasible: "infeasible",
                       highspy.HighsModelStatus.kTimeLimit: "time_limit"}.get(ms, "error")
@@ -557,6 +610,9 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
         act = A_lazy @ x
         viol = np.maximum(act - hi[lz], lo[lz] - act)
         new = lz[(viol > LAZY_TOL) & ~in_model[lz]]
+        trace[-1].update(value=float(c @ x), violated=int(new.size))
+        log.debug("whole LP with lazy rows, round %d: value %.10g, %d rows, %d violated, %.1fs", rounds,
+                  float(c @ x), order.size, new.size, time.perf_counter() - t0)
         if new.size == 0:
             status = "optimal"
             break
@@ -568,6 +624,7 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
             break
     stats = {"solver": "highs", "method": "simplex, lazy rows", "rows": int(A.shape[0]),
              "rows_in_model": int(order.size), "rounds": rounds, "simplex_iterations": iters,
+             "recoveries": recoveries, "trace": trace,
              "highs_status": h.modelStatusToString(ms), "time_s": time.perf_counter() - t0}
     res = Result(status=status, stats=stats)
     if status == "optimal":
@@ -701,6 +758,7 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
     trace: list[dict] = []
     status = "iteration_limit"
     n_raise = 0
+    whole_stats = None  # the retention endgame's whole LP with lazy rows (solve_whole_lazy)
 
     def closed(hi, lo):
         return math.isfinite(hi) and (hi - lo <= abs_tol or hi - lo <= rel_tol * abs(hi))
@@ -732,6 +790,9 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                     if whole.status not in ("optimal", "infeasible", "time_limit"):
                         prog.note("the whole LP with lazy rows ended %r: the whole LP at once", whole.status)
                         whole = None
+                if whole is not None:
+                    whole_stats = {k: whole.stats.get(k) for k in ("rounds", "rows", "rows_in_model",
+                                                                   "recoveries", "trace", "time_s")}
                 if whole is None:
                     whole = solve_lp(*problem.as_lp(), time_limit=left)
                 if whole.status == "infeasible":
@@ -858,6 +919,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
              "abs_tol": abs_tol, "rel_tol": rel_tol, "max_iter": int(max_iter),
              "penalty_final": factor if elastic else None, "penalty_raises": n_raise,
              "retained_blocks": len(retain)}
+    if whole_stats is not None:
+        stats["whole_lp"] = whole_stats
     if time_limit is not None:
         stats["time_limit"] = time_limit
     if best is None:
