@@ -28,9 +28,10 @@ def _bayes_cip_epsilon(Q, p):
         lam += row
         joint1 += b[:, None] * row[None, :]
     m = lam > 0
-    post1 = joint1[:, m] / lam[m]
-    r1 = post1 / p[:, None]
-    r0 = (1 - post1) / (1 - p)[:, None]
+    sec = (p > 0) & (p < 1)  # a user of prior 0 or 1 has no secret
+    post1 = joint1[sec][:, m] / lam[m]
+    r1 = post1 / p[sec, None]
+    r0 = (1 - post1) / (1 - p[sec])[:, None]
     return float(np.abs(np.log(np.r_[r1, r0])).max())
 
 
@@ -372,3 +373,22 @@ def test_verified_cip_n500_certified():
     assert r.certificate.realized_epsilon <= eps * (1 + 1e-6)
     f = lip_cip.sum_distribution(p)
     assert r.objective == pytest.approx(_bayes_free_mse(r.mechanism.matrix, f), rel=1e-9)
+
+
+def test_censored_users_with_public_users_pools_from_the_support():
+    """Users of prior 0 or 1 cut the support of S to [#(p = 1), N − #(p = 0)]: the pools start at its
+    ends (a channel that revealed the first value of the support would expose every other user); CIP
+    by Bayes' rule, bound ≤ the column generation's optimum ≤ the censored mechanism."""
+    p = np.random.default_rng(6).uniform(0, 1, 9)
+    p[0], p[1] = 1.0, 0.0
+    for eps in (1.0, 2.0):
+        cu = lip_cip.censored_users(p, eps)
+        assert cu["lower"][0] == 0.0 and cu["lower"][1] == 1.0  # S ≥ 1: the pool starts at s = 1
+        assert _bayes_cip_epsilon(cu["Q"], p) <= eps * (1 + 1e-9)
+        opt = lip_cip.solve(p, eps, method="exact")
+        try:
+            c = lip_cip.solve(p, eps, method="censored")
+        except LpmechError as exc:
+            c = exc.result
+        assert _bayes_cip_epsilon(c.mechanism.matrix, p) <= eps * (1 + 1e-6)
+        assert c.bound <= opt.objective * (1 + 1e-7) <= c.objective * (1 + 1e-7) + 1e-12

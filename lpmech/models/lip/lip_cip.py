@@ -40,7 +40,8 @@ from ...mechanism import EPS_RTOL, Mechanism, check_epsilon
 from ...solvers.result import GAP_ABS_TOL, Result, gap_status, raise_for_status
 
 __all__ = ["censored_users", "censored_window", "cip_correlation", "cip_epsilon", "cip_lower_bound",
-           "cip_rows", "mean_window", "paper_rows", "solve", "sum_distribution", "user_windows"]
+           "cip_rows", "mean_window", "pair_improvement", "paper_rows", "solve", "sum_distribution",
+           "user_windows"]
 
 
 def _check_p(p) -> np.ndarray:
@@ -225,19 +226,22 @@ def censored_users(p, epsilon: float, *, f=None, J=None) -> dict | None:
         i = int(np.argmax(need))
         return k, float(min(need[i], 1.0)), i if need[i] > 0 else -1
 
-    lo = pool(J - L[:, None] * f[None, :])
-    hi = pool((U[:, None] * f[None, :] - J)[:, ::-1])
+    # on the support [a, b] of S (users with p_i = 1 or 0 shift or cut it): the pools start there
+    sup = np.nonzero(f > 0)[0]
+    a, b = int(sup[0]), int(sup[-1])
+    lo = pool(J[:, a:b + 1] - L[:, None] * f[None, a:b + 1])
+    hi = pool((U[:, None] * f[None, a:b + 1] - J[:, a:b + 1])[:, ::-1])
     if lo is None or hi is None:
         return None
     (k, th, bl), (j, thu, bu) = lo, hi
-    ku = N - j
+    k, ku = a + k, b - j
     if ku < k or (ku == k and th + thu > 1):
         return None
     lo_w, hi_w = np.zeros(N + 1), np.zeros(N + 1)
-    lo_w[:k], hi_w[ku + 1:] = 1.0, 1.0
-    if k > 0:
+    lo_w[a:k], hi_w[ku + 1:b + 1] = 1.0, 1.0
+    if k > a:
         lo_w[k] = th
-    if j > 0:
+    if ku < b:
         hi_w[ku] = thu
     mse = 0.0
     for w in (lo_w, hi_w):
@@ -439,6 +443,7 @@ def pair_improvement(f, J, L, U, cu: dict, margin: float = 1e-6) -> np.ndarray |
         return None
     rest = np.maximum(rest, 0.0)
     rest[~feas] = 0.0
+    rest[f == 0] = 1.0  # values S cannot take (users of prior 0 or 1): an output of no mass
     reveal = np.nonzero(rest > 0)[0]
     R = np.zeros((N + 1, reveal.size))
     R[reveal, np.arange(reveal.size)] = rest[reveal]
@@ -812,7 +817,7 @@ def _solve_censored(p, eps, PS, T, gap_tol):
     lb = cip_lower_bound(p, eps, f=PS, J=J, users=users)
     t2 = time.perf_counter()
     bound = min(max(lb["bound"], 0.0), mse)
-    opt = OptimalityCertificate.from_values(mse, bound, source="one-user relaxation, weak duality")
+    opt = OptimalityCertificate.from_values(mse, bound, source="two-user relaxation, weak duality")
     s = np.arange(PS.size, dtype=float)
     var_s = float(PS @ (s - PS @ s) ** 2)
     solved = gap_status(opt, gap_tol, scale=var_s)
@@ -820,7 +825,8 @@ def _solve_censored(p, eps, PS, T, gap_tol):
     rel = gap / mse if mse > 0 else 0.0
     by = None if solved != "optimal" else "relative gap" if rel <= gap_tol else "absolute floor"
     ju = lb["user"]
-    stats = {"mode": "verified", "method": how, "stop": "closed form", "mse_construction": cu["mse"],
+    stats = {"mode": "verified", "method": how, "stop": "construction + bound",
+             "mse_construction": cu["mse"],
              "mse_true": mse, "bound_raw": lb["bound"],
              "bound_users_priors": tuple(float(q[i]) for i in np.atleast_1d(ju)),
              "binding_priors": (float(q[bl]) if bl >= 0 else None, float(q[bu]) if bu >= 0 else None),
