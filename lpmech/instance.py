@@ -46,7 +46,9 @@ class Instance:
         shape: (width, height) of a grid instance.
         cell: cell size of a grid or line instance.
         labels: node labels of a graph instance, in matrix order.
-        is_metric: whether the triangle inequality was checked (False only with ``allow_nonmetric``).
+        is_metric: whether d is a metric: checked for a user matrix, by construction for the other
+            builders (a norm, the Haversine distance, shortest paths); False only with
+            ``allow_nonmetric``.
     """
 
     metric: np.ndarray
@@ -219,13 +221,16 @@ def _check_gamma(gamma) -> float:
     return g
 
 
-def _finish(d, *, kind, prior=None, loss=None, gamma=math.inf, check_triangle=True, **fields):
-    """Validate the parts and assemble an Instance; every builder ends here."""
+def _finish(d, *, kind, prior=None, loss=None, gamma=math.inf, check_triangle=True,
+            is_metric=True, **fields):
+    """Validate the parts and assemble an Instance; every builder ends here. ``check_triangle=False``
+    skips the O(K³) check where d is a metric by construction (``is_metric`` stays True) or where
+    the user allowed a non-metric (``is_metric=False``)."""
     d = validate_metric(d, check_triangle=check_triangle)
     K = d.shape[0]
     return Instance(metric=d, prior=make_prior(prior, K),
                     loss=d if loss is None else _check_loss(loss, K), gamma=_check_gamma(gamma),
-                    kind=kind, is_metric=check_triangle, **fields)
+                    kind=kind, is_metric=bool(is_metric), **fields)
 
 
 # --------------------------------------------------------------------------------------- builders
@@ -343,7 +348,7 @@ def from_matrix(distances, *, allow_nonmetric: bool = False, unit: str = "", pri
     checked.
     """
     return _finish(distances, kind="matrix", prior=prior, loss=loss, gamma=gamma,
-                   check_triangle=not allow_nonmetric, unit=unit)
+                   check_triangle=not allow_nonmetric, is_metric=not allow_nonmetric, unit=unit)
 
 
 def travel_cost_loss(travel_cost, targets=None) -> np.ndarray:

@@ -112,6 +112,20 @@ def test_reduced_optimum_equals_unreduced_full_lp(inst, eps, method, merge):
     check(res, inst, eps, ref)
 
 
+@pytest.mark.parametrize("method", ["full", "cutting-plane"])
+def test_bound_of_ill_conditioned_basis_is_polished(method):
+    """A hypothesis draw (seed 2280 of ``near_duplicate_instances``: points 1e-13 and 1e-7 apart, no
+    merge): HiGHS' presolve left duals whose Lagrangian bound lagged the optimum by 1.0e-6 (status
+    ``feasible``); the LP is now solved once more without presolve (``solvers.highs.tighten``)."""
+    rng = np.random.default_rng(2280)
+    base = rng.uniform(0, 3, size=(7, 2))
+    picks = rng.integers(0, 7, 3)
+    inst = li.points(with_near_duplicates(base, picks, [1e-13, 1e-7, 1e-7], float(rng.uniform(0, 6.3))))
+    inst = inst.with_prior(rng.dirichlet(np.full(inst.K, 0.7)))
+    res = omg.solve(inst, 1.0, method=method, reduce=True, merge=False)
+    check(res, inst, 1.0, reference_optimum(inst, 1.0))
+
+
 def test_issue_example_two_points_1e13_apart():
     base = np.random.default_rng(0).uniform(0, 3, size=(8, 2))
     inst = li.points(np.vstack([base, base[0] + [1e-13, 0]]))

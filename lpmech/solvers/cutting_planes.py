@@ -9,7 +9,8 @@ costs a few pivots.
 Every relaxed LP is a relaxation of the full one, so the Lagrangian bound of its duals
 (:func:`lpmech.certificate.lagrangian_bound`) is a valid lower bound for the full LP at every round;
 when the oracle finds nothing, ``x`` is feasible for the full LP up to the oracle's tolerance and the
-gap closes. The caller certifies the final point against *all* rows (the oracle's tolerance is not
+gap closes (a bound that still lags is tightened once, :func:`~lpmech.solvers.highs.needs_polish`).
+The caller certifies the final point against *all* rows (the oracle's tolerance is not
 trusted).
 """
 
@@ -25,7 +26,7 @@ import scipy.sparse as sp
 
 from ..certificate import lagrangian_bound
 from ..errors import InputError
-from .highs import _STATUS, add_rows, new_highs
+from .highs import _STATUS, add_rows, needs_polish, new_highs, tighten
 from .result import check_time_limit
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ Separation = Callable[[np.ndarray], "tuple[sp.spmatrix, np.ndarray, np.ndarray] 
 
 @dataclasses.dataclass
 class LazyOutcome:
-    """What :meth:`LazyLP.solve` found: status, point, relaxed objective, valid bound, trace."""
+    """What :meth:`LazyLP.solve` found: status, point, relaxed objective, duals, trace, and (when
+    optimal) the Lagrangian bound of the duals, valid for the full LP."""
 
     status: str
     x: np.ndarray | None
@@ -44,6 +46,7 @@ class LazyOutcome:
     rounds: int
     rows: int
     trace: list[dict]
+    bound: float | None = None
 
 
 class LazyLP:
@@ -119,6 +122,7 @@ class LazyLP:
         time_limit = check_time_limit(time_limit)
         t0 = time.perf_counter()
         trace: list[dict] = []
+        polished = False
         for rnd in range(1, max_rounds + 1):
             if time_limit is not None:
                 left = time_limit - (time.perf_counter() - t0)
@@ -148,13 +152,19 @@ class LazyLP:
                           "objective": float(self.h.getInfo().objective_function_value),
                           "solve_s": solve_s, "separate_s": sep_s})
             if added == 0:
-                return self._outcome("optimal", x, rnd, trace, np.array(sol.row_dual))
+                duals = np.array(sol.row_dual)
+                bound = self.bound(duals)
+                if not polished and needs_polish(float(self.c @ x), bound):
+                    tighten(self.h)  # once: solve again from scratch (and separate again)
+                    polished = True
+                    continue
+                return self._outcome("optimal", x, rnd, trace, duals, bound)
             self.add_rows(*cut)
         return self._outcome("time_limit", None, max_rounds, trace)
 
-    def _outcome(self, status, x, rounds, trace, duals=None) -> LazyOutcome:
+    def _outcome(self, status, x, rounds, trace, duals=None, bound=None) -> LazyOutcome:
         obj = None if x is None else float(self.c @ x)
-        return LazyOutcome(status, x, obj, duals, rounds, self.n_rows, trace)
+        return LazyOutcome(status, x, obj, duals, rounds, self.n_rows, trace, bound)
 
 
 def _finite(a: np.ndarray) -> np.ndarray:

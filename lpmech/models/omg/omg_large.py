@@ -109,7 +109,7 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
              "time_s": time.perf_counter() - t0}
     res = Result(status=out.status, stats=stats, x=out.x, duals=out.duals)
     if out.status == "optimal":
-        res.optimality = OptimalityCertificate.from_values(out.objective, lazy.bound(out.duals))
+        res.optimality = OptimalityCertificate.from_values(out.objective, out.bound)
     return res
 
 
