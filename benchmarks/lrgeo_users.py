@@ -12,6 +12,11 @@ Sub-benchmarks (each writes ``benchmarks/results/lrgeo_users_<name>.csv`` and ``
 * ``sweep``     — ε ∈ {1, 2, 3, 5, 10} × r_exp ∈ {0.5, 1, 1.5, 3.5} on a synthetic grid
   (``--sweep-grid``, ``--sweep-users``): Benders (elastic recourse; and the paper's Farkas cuts)
   against the monolithic LP.
+* ``whole``     — profile of the retention endgame (issue 13): Rome, ``--params`` and ``--users``,
+  Benders with ``retain_after=1`` (one block pass, then the whole LP by row generation over the
+  Geo-Ind rows, :func:`~lpmech.solvers.benders.solve_whole_lazy`), serial; one CSV row per round of
+  added rows: rows in the model, HiGHS status, simplex iterations, seconds, ms per iteration, the
+  recovery steps a numerically failed round took, and the run's final status and time.
 * ``instances`` — the three instance shapes of issue 13 (12×12 ε=2 r_exp=1; 14×14 ε=5 r_exp=2
   r_obf=3; 10×10 ε=1 r_exp=0.5; 10 users, seed 0): monolithic, Benders elastic, Benders Farkas.
 
@@ -215,6 +220,59 @@ def instances_bench(args):
     fig("instances", draw)
 
 
+def whole_bench(args):
+    grid = load_grid(args.rome_dir)
+    rows = []
+    for pname in args.params:
+        P = lrgeo.LRGeoParams(**PARAMS[pname])
+        for M in args.users:
+            users = np.sort(np.random.default_rng(M).choice(grid.K, M, replace=False))
+            t0 = time.perf_counter()
+            try:
+                res = lrgeo.solve(grid, users, P, method="benders", executor="serial", abs_tol=0.0,
+                                  rel_tol=args.rel_tol, max_iter=args.max_iter, time_limit=args.time_limit,
+                                  relaxed_bound=False, retain_after=1)
+            except LpmechError as e:
+                res = getattr(e, "result", None)
+            elapsed = time.perf_counter() - t0
+            st = {} if res is None else res.stats
+            whole = st.get("whole_lp") or {"trace": []}
+            for t in whole["trace"]:
+                it = t["simplex_iterations"]
+                rows.append({"params": pname, "users": M, **{k: t.get(k) for k in (
+                    "round", "rows", "status", "simplex_iterations", "time_s", "value", "violated")},
+                    "ms_per_iteration": 1e3 * t["time_s"] / it if it > 0 else None,
+                    "recoveries": "+".join(t["recoveries"]), "lp_rows": whole.get("rows"),
+                    "run_status": None if res is None else res.status, "run_time_s": elapsed,
+                    "lower_bound": st.get("lower_bound"), "upper_bound": st.get("upper_bound")})
+                print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in rows[-1].items()), flush=True)
+            print(f"[{pname} M={M}] Benders with retention: {None if res is None else res.status} in "
+                  f"{elapsed:.1f}s, whole LP {len(whole['trace'])} rounds", flush=True)
+    write("whole", rows)
+
+    def draw(ax1, ax2):
+        for pname in args.params:
+            for M in args.users:
+                pts = [r for r in rows if r["params"] == pname and r["users"] == M]
+                if not pts:
+                    continue
+                lab = f"{pname}, {M} users"
+                ax1.plot([r["rows"] for r in pts], [r["time_s"] for r in pts], "o-", label=lab)
+                ok = [r for r in pts if r["ms_per_iteration"]]
+                ax2.plot([r["rows"] for r in ok], [r["ms_per_iteration"] for r in ok], "o-", label=lab)
+                bad = [r for r in pts if r["recoveries"] or r["status"] != "Optimal"]
+                ax1.plot([r["rows"] for r in bad], [r["time_s"] for r in bad], "rx", ms=10)
+        ax1.set(xlabel="rows in the model", ylabel="seconds per round", yscale="log",
+                title="whole LP with lazy rows (x: HiGHS failure)")
+        ax2.set(xlabel="rows in the model", ylabel="ms per simplex iteration", yscale="log",
+                title="cost of a dual simplex iteration")
+        ax1.legend(fontsize=7)
+        ax2.legend(fontsize=7)
+
+    fig("whole", draw)
+
+
 #: Benders variants: recourse, and the cuts-only run (no retention) with --pure
 VARIANTS = {"elastic": dict(recourse="elastic"), "farkas": dict(recourse="farkas"),
             "elastic_pure": dict(recourse="elastic", retain_after=None),
@@ -249,7 +307,7 @@ def fig(name, draw):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="+", default=["instances", "sweep", "users"],
-                    choices=["instances", "sweep", "users"])
+                    choices=["instances", "sweep", "users", "whole"])
     ap.add_argument("--rome-dir", default=str(DEFAULT_ROME))
     ap.add_argument("--users", type=int, nargs="+", default=[10, 50, 200])
     ap.add_argument("--params", nargs="+", default=["paper", "binding"], choices=list(PARAMS))
@@ -267,7 +325,8 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=600.0)
     args = ap.parse_args(argv)
     for name in args.only:
-        {"instances": instances_bench, "sweep": sweep_bench, "users": users_bench}[name](args)
+        {"instances": instances_bench, "sweep": sweep_bench, "users": users_bench,
+         "whole": whole_bench}[name](args)
 
 
 if __name__ == "__main__":

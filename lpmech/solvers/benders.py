@@ -514,10 +514,10 @@ RECOVERY = (("steepest edge", {"simplex_dual_edge_weight_strategy": 2, "factor_p
             ("cold start", None), ("ipm", {"solver": "ipm", "run_crossover": "on"}))
 
 
-def _recover_whole(h, recoveries: list, settled, t0: float, time_limit) -> object:
+def _recover_whole(h, recoveries: list, settled, t0: float, time_limit, iters: list) -> object:
     """Re-solve the model in ``h`` after numerical trouble by the steps of :data:`RECOVERY` (each
-    one appended to ``recoveries``; the steepest-edge step only once, its options stay); returns
-    the final HiGHS model status."""
+    one appended to ``recoveries``; the steepest-edge step only once, its options stay; their
+    simplex and IPM iterations added to ``iters[0]``); returns the final HiGHS model status."""
     ms = h.getModelStatus()
     for name, opts in RECOVERY:
         if name == "steepest edge" and name in recoveries:
@@ -533,6 +533,8 @@ def _recover_whole(h, recoveries: list, settled, t0: float, time_limit) -> objec
                 h.setOptionValue(k, v)
         h.run()
         ms = h.getModelStatus()
+        info = h.getInfo()
+        iters[0] += int(info.simplex_iteration_count) + int(info.ipm_iteration_count)
         if name == "ipm":
             h.setOptionValue("solver", "simplex")
         if ms in settled:
@@ -595,9 +597,10 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
         rounds += 1
         ms = h.getModelStatus()
         n_rec = len(recoveries)
+        it_round = [int(h.getInfo().simplex_iteration_count)]
         if ms not in settled:  # numerical trouble in the warm re-solve: recover, in this model
-            ms = _recover_whole(h, recoveries, settled, t0, time_limit)
-        it_round = int(h.getInfo().simplex_iteration_count)
+            ms = _recover_whole(h, recoveries, settled, t0, time_limit, it_round)
+        it_round = it_round[0]  # (over the failed run and its recoveries, like the round's time)
         iters += it_round
         trace.append({"round": rounds, "rows": int(order.size), "status": h.modelStatusToString(ms),
                       "simplex_iterations": it_round, "recoveries": recoveries[n_rec:],

@@ -67,7 +67,17 @@ BLOCK_OPTIONS = {"presolve": "off"}
 #: iterations) and a HiGHS error after 150 s for the monolithic LP. With 200 users (2.7·10⁶) the
 #: whole LP with lazy rows ends in a HiGHS solve error (the basis of ~1.4·10⁵ rows is numerically
 #: singular), so larger LPs stay with the cuts. At the paper's parameters Benders certifies in two
-#: iterations and never retains.
+#: iterations and never retains. Profile (session 5, ``benchmarks/lrgeo_users.py --only whole``):
+#: what makes the whole LP slow is the shared y, not the rows or their scaling. At 50 users the
+#: same lazy-row LP takes 114 s with y free (a dual simplex iteration costs 0.1 ms while the
+#: model has ≤ 2.5·10⁴ rows, then 7–12 ms once y enters the basis: 534 of 1311 y lie strictly
+#: inside their bounds at the optimum and couple every user's rows) and 8 s with y fixed at its
+#: optimum (0.06–0.5 ms per iteration); boxing y within 1 % of the optimum still takes 42 s.
+#: Splitting y into per-user copies, dropping the near-collinear Geo-Ind pairs, the master rows or
+#: the redundant upper bounds changed neither the time nor the breakdown. At 100 users (1.3·10⁶)
+#: the 4th round breaks down with Devex (Markowitz warnings, primal infeasibilities of 1e9), is
+#: recovered with dual steepest edge (92 s); the 5th round (9.6·10⁴ rows) broke down again and its
+#: cold restart had not finished when the 900 s limit came (777 s in that round). The threshold stays.
 RETAIN_NNZ = 1_000_000
 RETAIN_AFTER = 1
 
