@@ -790,12 +790,11 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 whole = None
                 if any(b.lazy is not None for b in problem.blocks):
                     whole = solve_whole_lazy(problem, time_limit=left)
+                    whole_stats = {k: whole.stats.get(k) for k in ("rounds", "rows", "rows_in_model",
+                                                                   "recoveries", "trace", "time_s")}
                     if whole.status not in ("optimal", "infeasible", "time_limit"):
                         prog.note("the whole LP with lazy rows ended %r: the whole LP at once", whole.status)
                         whole = None
-                if whole is not None:
-                    whole_stats = {k: whole.stats.get(k) for k in ("rounds", "rows", "rows_in_model",
-                                                                   "recoveries", "trace", "time_s")}
                 if whole is None:
                     whole = solve_lp(*problem.as_lp(), time_limit=left)
                 if whole.status == "infeasible":
