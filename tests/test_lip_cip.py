@@ -392,3 +392,73 @@ def test_censored_users_with_public_users_pools_from_the_support():
             c = exc.result
         assert _bayes_cip_epsilon(c.mechanism.matrix, p) <= eps * (1 + 1e-6)
         assert c.bound <= opt.objective * (1 + 1e-7) <= c.objective * (1 + 1e-7) + 1e-12
+
+
+@pytest.mark.parametrize("N,seed", [(200, 1), (500, 2)])
+def test_tilted_posteriors_equal_exact_laws(N, seed):
+    """The tilted DFT posteriors a_i(s), b_i(s) = 1 − a_i(s) of every user equal the exact
+    leave-one-out laws (convolution, :func:`lip_cip.cip_correlation`) from the far tails (Pr(S = s)
+    down to ~1e-100) to the middle; b on its own keeps its relative precision where a ≈ 1."""
+    p = np.random.default_rng(seed).uniform(0, 1, N)
+    PS, T = lip_cip.cip_correlation(p)
+    q = np.unique(p)
+    for s in (3, N // 10, N // 2, N - N // 10, N - 3):
+        qq, a, b = lip_cip.tilted_posteriors(p, s)
+        assert np.array_equal(qq, q)
+        a_ex = q * T[1::2, s] / PS[s]  # Pr(D_i = 1, S = s)/Pr(S = s)
+        b_ex = (1 - q) * T[0::2, s] / PS[s]
+        assert np.allclose(a, a_ex, rtol=1e-10, atol=0)
+        assert np.allclose(b, b_ex, rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("eps", [2.0, 3.0, 5.0])
+def test_tilted_construction_certificate_against_bayes_rule_n500(eps):
+    """The large-N construction run at N = 500 (method="tilted", its pools far out): the channel is
+    CIP by the package's Bayes-rule certifier over the exact laws, whose ε lies below the
+    construction's interval bound ≤ the target; its MSE by the joint table lies below the bound it
+    reports, which is under the absolute floor (so certified by it, bound 0)."""
+    N = 500
+    p = np.random.default_rng(0).uniform(0, 1, N)
+    r = lip_cip.solve(p, eps, method="tilted")
+    st = r.stats
+    assert r.status == "optimal" and st["method"] == "tilted" and st["certified_by"] == "absolute floor"
+    Q = r.mechanism.matrix
+    assert Q.shape == (N + 1, st["k_up"] - st["k"] + 3)
+    exact = lip_cip.cip_epsilon(Q, p)
+    assert exact <= r.certificate.realized_epsilon <= eps
+    f = lip_cip.sum_distribution(p)
+    s = np.arange(N + 1.0)
+    mse = 0.0  # revealed values add nothing; each pool its within variance (the joint table's
+    for pool in (s < st["k"], s > st["k_up"]):  # round-off on the revealed means is ~1e-29 here)
+        m = f[pool] @ s[pool] / f[pool].sum()
+        mse += float(f[pool] @ (s[pool] - m) ** 2)
+    assert 0 < mse <= r.objective < 1e-8 * st["var_s"]
+    assert r.objective <= 100 * mse  # the geometric-tail bound is not loose by orders of magnitude
+    assert r.bound == 0.0
+    # the channel reveals [k, k_up]: every revealed value has its own output, the pools are whole
+    assert Q[st["k"] - 1, 0] == 1.0 and Q[st["k_up"] + 1, -1] == 1.0 and Q[st["k"], 1] == 1.0
+    # the sparse form is the same channel
+    assert np.array_equal(lip_cip.tail_pooling_channel(N, st["k"], st["k_up"]).toarray(), Q)
+
+
+def test_tilted_construction_with_public_users_and_auto_dispatch():
+    """Users of prior 0 and 1 (S shifted and cut): CIP by Bayes' rule over the exact laws; and
+    ``solve`` picks the tilted construction by itself above TILTED_MIN_N with no dense channel
+    when it would not fit, its pools below the absolute floor."""
+    p = np.random.default_rng(4).uniform(0, 1, 400)
+    p[:5], p[5:9] = 1.0, 0.0
+    r = lip_cip.solve(p, 3.0, method="tilted")
+    assert lip_cip.cip_epsilon(r.mechanism.matrix, p) <= r.certificate.realized_epsilon <= 3.0
+    assert r.stats["k"] > 5 and r.stats["k_up"] < 396
+    N = lip_cip.TILTED_MIN_N + 1
+    p = np.random.default_rng(5).uniform(0, 1, N)
+    big = lip_cip.solve(p, 4.0)
+    assert big.stats["method"] == "tilted" and big.status == "optimal"
+    assert big.mechanism is None and big.certificate.realized_epsilon <= 4.0
+    assert big.stats["mse_log10_upper"] < math.log10(1e-8 * big.stats["var_s"])
+    # the revealed edges: every user's point posterior there is inside its window (independent of
+    # the pool bounds: the DFT posteriors at k and k_up against the windows)
+    _, L, U = lip_cip.user_windows(p, 4.0)
+    for s in (big.stats["k"], big.stats["k_up"]):
+        _, a, b = lip_cip.tilted_posteriors(p, s)
+        assert (a >= L).all() and (a <= U).all() and (b >= 1 - U).all() and (b <= 1 - L).all()
