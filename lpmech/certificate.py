@@ -25,8 +25,10 @@ import numpy as np
 class OptimalityCertificate:
     """Primal objective of the certified (cleaned) point, a valid lower bound, and their gap.
 
-    ``gap_rel`` is (objective − bound) / max(|objective|, 1e-12)'s absolute value; ``None`` fields
-    mean the solver gave no bound.
+    ``gap_rel`` is |objective − bound| / |objective| (0 when both are 0, ``inf`` when only the
+    objective is): at an optimum near 0 (an MSE of 1e-100) it says honestly that no relative gap is
+    proved, and the absolute floor of :func:`lpmech.solvers.result.gap_status` decides. ``None``
+    fields mean the solver gave no bound.
     """
 
     objective: float
@@ -40,7 +42,8 @@ class OptimalityCertificate:
         if bound is None or not math.isfinite(bound):
             return cls(objective, None, None, None, source)
         gap = objective - bound
-        return cls(objective, bound, gap, abs(gap) / max(abs(objective), 1e-12), source)
+        rel = abs(gap) / abs(objective) if objective != 0 else (0.0 if gap == 0 else math.inf)
+        return cls(objective, bound, gap, rel, source)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -372,3 +372,17 @@ def test_certified_bound_near_zero_is_valid_and_at_least_the_trivial_one():
     assert 0.0 <= res.bound <= ref.fun + 1e-12
     assert res.objective >= ref.fun - 1e-9  # a certified mechanism cannot beat the optimum
     assert res.status == "optimal"
+
+
+def test_relative_gap_near_zero_optimum_is_honest():
+    """An MSE of 1e-100 with the bound 0 has a relative gap of 1 (nothing relative is proved), not
+    1e-88 (the old floor of 1e-12 on the denominator); the absolute floor still certifies it."""
+    from lpmech.solvers.result import GAP_ABS_TOL, gap_status
+
+    tiny = OptimalityCertificate.from_values(1e-100, 0.0)
+    assert tiny.gap_rel == 1.0 and tiny.gap_abs == 1e-100
+    assert gap_status(tiny, scale=1.0) == "optimal"  # 1e-100 ≤ GAP_ABS_TOL·1
+    assert gap_status(OptimalityCertificate.from_values(1e-3, 0.0), scale=1e-3 / GAP_ABS_TOL / 2) \
+        == "feasible"
+    assert OptimalityCertificate.from_values(0.0, 0.0).gap_rel == 0.0
+    assert OptimalityCertificate.from_values(0.0, -1e-9).gap_rel == math.inf
