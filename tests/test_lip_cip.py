@@ -462,3 +462,21 @@ def test_tilted_construction_with_public_users_and_auto_dispatch():
     for s in (big.stats["k"], big.stats["k_up"]):
         _, a, b = lip_cip.tilted_posteriors(p, s)
         assert (a >= L).all() and (a <= U).all() and (b >= 1 - U).all() and (b <= 1 - L).all()
+
+
+def test_tilted_posteriors_do_not_depend_on_the_tilt_at_large_n():
+    """N = 20000 (no exact laws): the posteriors are invariant under the exponential tilt, so the
+    DFT at tilts centred 25 values either side gives the same a_i(s), b_i(s) to round-off; in the
+    far tails (Pr(S = s) ≈ 10^−100 and below) and in the middle."""
+    N = 20000
+    p = np.random.default_rng(7).uniform(0, 1, N)
+    q = np.unique(p)
+    mu, sd = p.sum(), math.sqrt((p * (1 - p)).sum())
+    for s in (int(mu - 40 * sd), int(mu), int(mu + 40 * sd)):
+        ab = []
+        for c in (s, s - 25, s + 25):
+            d = lip_cip._dft_laws(p, s, users=q, centre=c)
+            ab.append(np.r_[d["pt"] * d["g"][:, 0], d["pc"] * d["g"][:, 1]] / d["f"][1])
+        assert np.allclose(ab[1], ab[0], rtol=1e-11, atol=0)
+        assert np.allclose(ab[2], ab[0], rtol=1e-11, atol=0)
+        assert np.allclose(ab[0][:q.size] + ab[0][q.size:], 1.0, rtol=0, atol=1e-12)
