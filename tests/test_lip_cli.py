@@ -98,3 +98,30 @@ def test_cip_users_json_checked_by_enumerating_databases(capsys):
     assert d["realized_epsilon"] == pytest.approx(real, rel=1e-8)
     assert d["mse"] == pytest.approx(float((js2[m] - js[m] ** 2 / lam[m]).sum()), rel=1e-8)
     assert d["bound"] <= d["mse"] + 1e-12
+
+
+def test_cip_many_users_channel_not_held_and_paper_mode_refused(capsys):
+    """6000 users: the tilted construction (no dense channel) in text and JSON; its MSE bound holds
+    against the exact pooled variance of the revealed window from the Poisson-binomial law of S;
+    paper mode (an O(N³) check of the users' laws) is refused with exit 2 instead of hanging."""
+    from lpmech.models.lip import lip_cip
+
+    p = np.random.default_rng(0).uniform(0.05, 0.95, 6000)
+    users = ",".join(f"{x:.4f}" for x in p)
+    code, out = run(capsys, "--cip-users", users, "--epsilon", "1", "--json")
+    assert code == 0
+    d = json.loads(out.out)
+    assert d["matrix"] is None and d["status"] == "optimal" and d["certified_by"] == "absolute floor"
+    k, ku = d["revealed"]
+    f = lip_cip.sum_distribution(np.round(p, 4))
+    s = np.arange(f.size, dtype=float)
+    exact = 0.0
+    for part in (slice(0, k), slice(ku + 1, f.size)):
+        m = f[part]
+        if m.sum() > 0:
+            exact += float(m @ (s[part] - (m @ s[part]) / m.sum()) ** 2)
+    assert 0 < exact <= d["mse"] * (1 + 1e-9)
+    code, out = run(capsys, "--cip-users", users, "--epsilon", "1")
+    assert code == 0 and f"reveals S in [{k}, {ku}]" in out.out
+    code, out = run(capsys, "--cip-users", users, "--epsilon", "1", "--mode", "paper")
+    assert code == 2 and "O(N³)" in out.err

@@ -65,12 +65,15 @@ def register(sub, common) -> None:
                         "(expected |X - Y|, an LP) or hamming (Pr(Y != X), an LP)")
     p.add_argument("--mode", choices=_MODES, default="verified",
                    help="verified (default): certified optimum; paper: the papers' closed form")
-    p.add_argument("--method", choices=("auto", "vertex", "exact", "local", "scip"), default="auto",
+    p.add_argument("--method", choices=("auto", "vertex", "exact", "local", "scip", "censored",
+                                        "tilted"), default="auto",
                    help="auto (vertex for d <= 8, else exact where it applies, else local), vertex "
                         "(exact global, rays enumerated), exact (column generation with exact "
                         "pricing, certified gap: eps-LIP, G = X, one prior, sum/survey/hist), local "
                         "(multi-start local pricing: status feasible, no bound), scip (Pyomo model, "
-                        "SCIP global)")
+                        "SCIP global); --cip-users only: censored (construction + lower bound, auto "
+                        "above 30 users), tilted (tail pooling proved CIP under an exponential tilt, "
+                        "auto above 5000 users)")
     p.add_argument("--seed", type=int, default=0, help="seed of the local solve's random starts")
     p.add_argument("--time-limit", type=float, metavar="SEC",
                    help="solver time limit; a stop without a certified optimum exits 4")
@@ -134,7 +137,10 @@ def cmd_lip(args) -> int:
            "objective": res.objective, "realized_epsilon": res.certificate.realized_epsilon,
            "bound": res.bound, "gap": res.gap, "paper_feasible": st.get("paper_feasible"),
            "time_s": st.get("time_s"), **info, "method": st.get("method"), "d": st.get("d"),
-           "closed_form": st.get("closed_form"), "matrix": res.mechanism.matrix.tolist()}
+           "closed_form": st.get("closed_form"),
+           "certified_by": st.get("certified_by"),
+           "revealed": [st["k"], st["k_up"]] if "k" in st and "k_up" in st else None,
+           "matrix": None if res.mechanism is None else res.mechanism.matrix.tolist()}
     if args.mode == "paper" and not st["paper_feasible"]:
         print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-{info['notion'].upper()} "
               "(realised "
@@ -147,6 +153,10 @@ def cmd_lip(args) -> int:
     return finish(res.status, "lip")
 
 
+#: the text report prints the channel only up to this many rows and columns
+PRINT_MAX_ROWS = 40
+
+
 def _report(out: dict) -> None:
     print(f"LIP channel ({out['mode']} mode, {out['notion']}, objective {out['objective_kind']}), "
           f"d = {out['d']}, epsilon = {out['epsilon']:g}")
@@ -157,11 +167,20 @@ def _report(out: dict) -> None:
         what = "MSE of the sum S" if out["notion"] == "cip" else "per-user MSE    "
         print(f"  {what}  {out['mse']:.10g}  (MMSE estimator)")
     if out["bound"] is not None:
-        print(f"  lower bound       {out['bound']:.10g}  (gap {out['gap']:.3g})")
+        by = f", certified by the {out['certified_by']}" if out.get("certified_by") else ""
+        print(f"  lower bound       {out['bound']:.10g}  (relative gap {out['gap']:.3g}{by})")
     print(f"  realised epsilon  {out['realized_epsilon']:.10g}")
     if out["paper_feasible"] is not None:
         print(f"  paper feasible    {out['paper_feasible']}")
     print(f"  time              {out['time_s']:.3f} s")
-    print("  channel Pr(Y=k | X=m):")
-    for row in out["matrix"]:
-        print("    " + " ".join(f"{v:8.5f}" for v in row))
+    M = out["matrix"]
+    if M is None:  # CIP at tens of thousands of users: a pooling channel too large to hold dense
+        print(f"  channel           not held (too large): reveals S in {out['revealed']}, pools "
+              "each tail")
+    elif len(M) > PRINT_MAX_ROWS or len(M[0]) > PRINT_MAX_ROWS:
+        print(f"  channel           {len(M)}x{len(M[0])} (not printed above {PRINT_MAX_ROWS} rows or "
+              "columns; --json has it)")
+    else:
+        print("  channel Pr(Y=k | X=m):")
+        for row in M:
+            print("    " + " ".join(f"{v:8.5f}" for v in row))

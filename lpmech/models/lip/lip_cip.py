@@ -711,6 +711,12 @@ def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
     N = p.size
     if mode == "verified" and (method == "tilted" or (method == "auto" and N > TILTED_MIN_N)):
         return solve_tilted(p, eps, gap_tol=gap_tol)
+    if mode == "paper" and N > TILTED_MIN_N:  # its check needs every user's N-long law: O(N³)
+        raise InputError(f"CIP paper mode checks the printed mechanism against every user's own "
+                         f"prior through the users' leave-one-out laws of S, which need O(N³) work: "
+                         f"N = {N} users is above {TILTED_MIN_N}; use mode='verified' (the tilted "
+                         "construction), or censored_window(sum_distribution([mean p]*N), "
+                         "*mean_window(N, mean p, eps, printed=True)) for the printed program alone")
     values = np.arange(N + 1.0)
     PS_true, T = cip_correlation(p)
     # the MSE does not change with a shift of the values: centre them (E‖V‖² = Var S, not E[S²],
