@@ -103,34 +103,40 @@ def rel(a, b):
     return None if a is None or b is None else abs(a - b) / max(abs(b), 1e-12)
 
 
-def users_bench(args):
-    grid = load_grid(args.rome_dir)
-    rows = []
+def user_batches(grid, args):
+    """(parameter name, parameters, M, users) for every ``--params`` × ``--users`` cell (the users of
+    a batch of M are drawn with seed M)."""
     for pname in args.params:
         P = lrgeo.LRGeoParams(**PARAMS[pname])
         for M in args.users:
-            users = np.sort(np.random.default_rng(M).choice(grid.K, M, replace=False))
-            mono = None
-            if M <= args.mono_max_users:
-                mono = run(grid, users, P, "monolithic", "serial", args)
-                rows.append({"params": pname, "users": M, "method": "monolithic", "executor": "serial",
-                             **mono, "rel_diff": 0.0, "mono_over_benders": 1.0})
-                print(f"[{pname} M={M}] monolithic: {mono['status']} {mono['cost']} in {mono['time_s']:.2f}s",
-                      flush=True)
-            for kind in args.executors:
-                with executor(kind, args.workers) as ex:
-                    b = run(grid, users, P, "benders", ex, args)
-                # a monolithic LP without an optimum (HiGHS error, time limit) has no time to compare
-                ratio = None if mono is None or mono["status"] != "optimal" else mono["time_s"] / b["time_s"]
-                rows.append({"params": pname, "users": M, "method": "benders", "executor": kind, **b,
-                             "rel_diff": rel(b["cost"], None if mono is None else mono["cost"]),
-                             "mono_over_benders": ratio})
-                print(f"[{pname} M={M}] benders/{kind}: {b['status']} {b['cost']} in {b['time_s']:.2f}s, "
-                      f"{b['iterations']} iterations; monolithic/Benders time = "
-                      f"{'n/a' if ratio is None else f'{ratio:.2f}'}"
-                      + ("" if mono is None or mono["status"] == "optimal" else
-                         f" (the monolithic LP ended {mono['status']!r} after {mono['time_s']:.1f}s)"),
-                      flush=True)
+            yield pname, P, M, np.sort(np.random.default_rng(M).choice(grid.K, M, replace=False))
+
+
+def users_bench(args):
+    grid = load_grid(args.rome_dir)
+    rows = []
+    for pname, P, M, users in user_batches(grid, args):
+        mono = None
+        if M <= args.mono_max_users:
+            mono = run(grid, users, P, "monolithic", "serial", args)
+            rows.append({"params": pname, "users": M, "method": "monolithic", "executor": "serial",
+                         **mono, "rel_diff": 0.0, "mono_over_benders": 1.0})
+            print(f"[{pname} M={M}] monolithic: {mono['status']} {mono['cost']} in {mono['time_s']:.2f}s",
+                  flush=True)
+        for kind in args.executors:
+            with executor(kind, args.workers) as ex:
+                b = run(grid, users, P, "benders", ex, args)
+            # a monolithic LP without an optimum (HiGHS error, time limit) has no time to compare
+            ratio = None if mono is None or mono["status"] != "optimal" else mono["time_s"] / b["time_s"]
+            rows.append({"params": pname, "users": M, "method": "benders", "executor": kind, **b,
+                         "rel_diff": rel(b["cost"], None if mono is None else mono["cost"]),
+                         "mono_over_benders": ratio})
+            print(f"[{pname} M={M}] benders/{kind}: {b['status']} {b['cost']} in {b['time_s']:.2f}s, "
+                  f"{b['iterations']} iterations; monolithic/Benders time = "
+                  f"{'n/a' if ratio is None else f'{ratio:.2f}'}"
+                  + ("" if mono is None or mono["status"] == "optimal" else
+                     f" (the monolithic LP ended {mono['status']!r} after {mono['time_s']:.1f}s)"),
+                  flush=True)
     write("users", rows)
 
     def draw(ax1, ax2):
@@ -223,32 +229,29 @@ def instances_bench(args):
 def whole_bench(args):
     grid = load_grid(args.rome_dir)
     rows = []
-    for pname in args.params:
-        P = lrgeo.LRGeoParams(**PARAMS[pname])
-        for M in args.users:
-            users = np.sort(np.random.default_rng(M).choice(grid.K, M, replace=False))
-            t0 = time.perf_counter()
-            try:
-                res = lrgeo.solve(grid, users, P, method="benders", executor="serial", abs_tol=0.0,
-                                  rel_tol=args.rel_tol, max_iter=args.max_iter, time_limit=args.time_limit,
-                                  relaxed_bound=False, retain_after=1)
-            except LpmechError as e:
-                res = getattr(e, "result", None)
-            elapsed = time.perf_counter() - t0
-            st = {} if res is None else res.stats
-            whole = st.get("whole_lp") or {"trace": []}
-            for t in whole["trace"]:
-                it = t["simplex_iterations"]
-                rows.append({"params": pname, "users": M, **{k: t.get(k) for k in (
-                    "round", "rows", "status", "simplex_iterations", "time_s", "value", "violated")},
-                    "ms_per_iteration": 1e3 * t["time_s"] / it if it > 0 else None,
-                    "recoveries": "+".join(t["recoveries"]), "lp_rows": whole.get("rows"),
-                    "run_status": None if res is None else res.status, "run_time_s": elapsed,
-                    "lower_bound": st.get("lower_bound"), "upper_bound": st.get("upper_bound")})
-                print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in rows[-1].items()), flush=True)
-            print(f"[{pname} M={M}] Benders with retention: {None if res is None else res.status} in "
-                  f"{elapsed:.1f}s, whole LP {len(whole['trace'])} rounds", flush=True)
+    for pname, P, M, users in user_batches(grid, args):
+        t0 = time.perf_counter()
+        try:
+            res = lrgeo.solve(grid, users, P, method="benders", executor="serial", abs_tol=0.0,
+                              rel_tol=args.rel_tol, max_iter=args.max_iter, time_limit=args.time_limit,
+                              relaxed_bound=False, retain_after=1)
+        except LpmechError as e:
+            res = getattr(e, "result", None)
+        elapsed = time.perf_counter() - t0
+        st = {} if res is None else res.stats
+        whole = st.get("whole_lp") or {"trace": []}
+        for t in whole["trace"]:
+            it = t["simplex_iterations"]
+            rows.append({"params": pname, "users": M, **{k: t.get(k) for k in (
+                "round", "rows", "status", "simplex_iterations", "time_s", "value", "violated")},
+                "ms_per_iteration": 1e3 * t["time_s"] / it if it > 0 else None,
+                "recoveries": "+".join(t["recoveries"]), "lp_rows": whole.get("rows"),
+                "run_status": None if res is None else res.status, "run_time_s": elapsed,
+                "lower_bound": st.get("lower_bound"), "upper_bound": st.get("upper_bound")})
+            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in rows[-1].items()), flush=True)
+        print(f"[{pname} M={M}] Benders with retention: {None if res is None else res.status} in "
+              f"{elapsed:.1f}s, whole LP {len(whole['trace'])} rounds", flush=True)
     write("whole", rows)
 
     def draw(ax1, ax2):
