@@ -6,9 +6,11 @@ Sub-benchmarks (each writes ``benchmarks/results/lrgeo_users_<name>.csv`` and ``
 
 * ``users``     — the Rome grid (``--rome-dir``; the synthetic Rome-shaped grid when absent), the
   paper's parameters (ε = 10 km⁻¹, r_exp = 3.5 km) and binding ones (ε = 3, r_exp = 1.5), for
-  ``--users`` users at random cells: the monolithic LP and Benders on the serial, process-pool
-  (``--workers``) and Dask ``LocalCluster`` executors. Time (whole ``lrgeo.solve``: structure,
-  LP/Benders, certification) and iterations against users; prints monolithic/Benders time ratios.
+  ``--users`` users at random cells: Benders on the serial, process-pool (``--workers``) and Dask
+  ``LocalCluster`` executors, then the monolithic LP by each HiGHS method of ``--mono-methods``
+  (``--mono-cap F``: each stopped at F × the fastest Benders time). Time (whole ``lrgeo.solve``:
+  structure, LP/Benders, certification) and iterations against users; prints the fastest
+  monolithic optimum's time over each Benders time, or why no monolithic LP has an optimum.
 * ``sweep``     — ε ∈ {1, 2, 3, 5, 10} × r_exp ∈ {0.5, 1, 1.5, 3.5} on a synthetic grid
   (``--sweep-grid``, ``--sweep-users``): Benders (elastic recourse; and the paper's Farkas cuts)
   against the monolithic LP.
@@ -78,12 +80,14 @@ def executor(kind: str, workers: int):
         raise ValueError(kind)
 
 
-def run(grid, users, P, method, ex, args, recourse="elastic", retain_after="auto") -> dict:
+def run(grid, users, P, method, ex, args, recourse="elastic", retain_after="auto", lp_method="simplex",
+        time_limit=None) -> dict:
     t0 = time.perf_counter()
     try:
         res = lrgeo.solve(grid, users, P, method=method, executor=ex, abs_tol=0.0, rel_tol=args.rel_tol,
-                          max_iter=args.max_iter, time_limit=args.time_limit, relaxed_bound=False,
-                          recourse=recourse, retain_after=retain_after)
+                          max_iter=args.max_iter, time_limit=time_limit or args.time_limit,
+                          relaxed_bound=False, recourse=recourse, retain_after=retain_after,
+                          lp_method=lp_method)
         st = res.stats
         out = {"status": res.status, "cost": st["cost"], "lower_bound": st.get("lower_bound"),
                "iterations": st.get("iterations"), "realized_epsilon": res.certificate.realized_epsilon,
@@ -113,42 +117,61 @@ def user_batches(grid, args):
 
 
 def users_bench(args):
+    """Benders on each executor first, then the monolithic LP by each ``--mono-methods`` HiGHS
+    method; with ``--mono-cap F`` a monolithic LP gets at most F × the fastest Benders time (a
+    monolithic LP still without an optimum then is slower than Benders, whatever it would need)."""
     grid = load_grid(args.rome_dir)
     rows = []
     for pname, P, M, users in user_batches(grid, args):
-        mono = None
-        if M <= args.mono_max_users:
-            mono = run(grid, users, P, "monolithic", "serial", args)
-            rows.append({"params": pname, "users": M, "method": "monolithic", "executor": "serial",
-                         **mono, "rel_diff": 0.0, "mono_over_benders": 1.0})
-            print(f"[{pname} M={M}] monolithic: {mono['status']} {mono['cost']} in {mono['time_s']:.2f}s",
-                  flush=True)
+        bends = []
         for kind in args.executors:
             with executor(kind, args.workers) as ex:
                 b = run(grid, users, P, "benders", ex, args)
-            # a monolithic LP without an optimum (HiGHS error, time limit) has no time to compare
-            ratio = None if mono is None or mono["status"] != "optimal" else mono["time_s"] / b["time_s"]
-            rows.append({"params": pname, "users": M, "method": "benders", "executor": kind, **b,
-                         "rel_diff": rel(b["cost"], None if mono is None else mono["cost"]),
-                         "mono_over_benders": ratio})
+            bends.append((kind, b))
             print(f"[{pname} M={M}] benders/{kind}: {b['status']} {b['cost']} in {b['time_s']:.2f}s, "
-                  f"{b['iterations']} iterations; monolithic/Benders time = "
+                  f"{b['iterations']} iterations", flush=True)
+        monos = []
+        if M <= args.mono_max_users:
+            fastest = min((b["time_s"] for _, b in bends), default=None)
+            cap = None if args.mono_cap is None or fastest is None else args.mono_cap * fastest
+            for lpm in args.mono_methods:
+                mono = run(grid, users, P, "monolithic", "serial", args, lp_method=lpm,
+                           time_limit=None if cap is None else min(cap, args.time_limit))
+                monos.append((lpm, mono))
+                rows.append({"params": pname, "users": M, "method": "monolithic", "executor": lpm,
+                             **mono, "rel_diff": None, "mono_over_benders": None})
+                print(f"[{pname} M={M}] monolithic ({lpm}): {mono['status']} {mono['cost']} in "
+                      f"{mono['time_s']:.2f}s", flush=True)
+        solved = [m for _, m in monos if m["status"] == "optimal"]
+        best = min(solved, key=lambda m: m["time_s"]) if solved else None
+        for kind, b in bends:
+            # a monolithic LP without an optimum (HiGHS error, time limit) has no time to compare
+            ratio = None if best is None else best["time_s"] / b["time_s"]
+            rows.append({"params": pname, "users": M, "method": "benders", "executor": kind, **b,
+                         "rel_diff": rel(b["cost"], None if best is None else best["cost"]),
+                         "mono_over_benders": ratio})
+            print(f"[{pname} M={M}] benders/{kind}: fastest monolithic / Benders time = "
                   f"{'n/a' if ratio is None else f'{ratio:.2f}'}"
-                  + ("" if mono is None or mono["status"] == "optimal" else
-                     f" (the monolithic LP ended {mono['status']!r} after {mono['time_s']:.1f}s)"),
+                  + ("" if best is not None or not monos else
+                     " (no monolithic optimum: " + ", ".join(f"{lpm} {m['status']!r} after {m['time_s']:.1f}s"
+                                                             for lpm, m in monos) + ")"),
                   flush=True)
+        for r in rows:
+            if r["method"] == "monolithic" and r["params"] == pname and r["users"] == M and best:
+                r["rel_diff"] = rel(r["cost"], best["cost"])
     write("users", rows)
 
     def draw(ax1, ax2):
         for pname in args.params:
-            series = [("monolithic", "serial", "s-")] + [("benders", k, "o--") for k in args.executors]
+            series = [("monolithic", m, "s-") for m in args.mono_methods] + \
+                [("benders", k, "o--") for k in args.executors]
             for meth, kind, mk in series:
                 pts = [(r["users"], r["time_s"], r["iterations"]) for r in rows
                        if r["params"] == pname and r["method"] == meth and r["executor"] == kind]
                 if not pts:
                     continue
                 x, t, it = zip(*pts)
-                label = f"{pname} {meth}" + ("" if meth == "monolithic" else f" ({kind})")
+                label = f"{pname} {meth} ({kind})"
                 ax1.plot(x, t, mk, label=label)
                 if meth == "benders":
                     ax2.plot(x, [i or 0 for i in it], mk, label=label)
@@ -318,6 +341,11 @@ def main(argv=None):
                     choices=["serial", "pool", "dask"])
     ap.add_argument("--workers", type=int, default=2, help="process-pool / Dask workers")
     ap.add_argument("--mono-max-users", type=int, default=200, help="skip the monolithic LP above this")
+    ap.add_argument("--mono-methods", nargs="+", default=["simplex"],
+                    choices=["simplex", "ipm", "choose", "pdlp"],
+                    help="users: the HiGHS methods of the monolithic LP")
+    ap.add_argument("--mono-cap", type=float, default=None,
+                    help="users: stop a monolithic LP at this multiple of the fastest Benders time")
     ap.add_argument("--recourse", nargs="+", default=["elastic"], choices=["elastic", "farkas"])
     ap.add_argument("--sweep-grid", type=int, default=8, help="synthetic grid side of the sweep")
     ap.add_argument("--sweep-users", type=int, default=5)

@@ -239,6 +239,19 @@ def test_bad_input():
         P.replace(epsilon=-1)
     with pytest.raises(InputError, match="method"):
         lrgeo.solve(GRID, [0], P, method="magic")
+    with pytest.raises(InputError, match="HiGHS method"):
+        lrgeo.solve(GRID, [0], P, method="monolithic", lp_method="magic")
+
+
+def test_monolithic_lp_method_ipm_equals_simplex():
+    """The monolithic LP by interior point (with crossover) and by dual simplex: one optimum, each
+    certified by its own duals, and the same certified mechanism cost."""
+    simplex = lrgeo.solve(GRID, USERS, P, method="monolithic", relaxed_bound=False)
+    ipm = lrgeo.solve(GRID, USERS, P, method="monolithic", lp_method="ipm", relaxed_bound=False)
+    assert ipm.status == simplex.status == "optimal"
+    assert ipm.stats["cost"] == pytest.approx(simplex.stats["cost"], rel=1e-7, abs=1e-9)
+    assert ipm.bound <= simplex.objective + 1e-9 and simplex.bound <= ipm.objective + 1e-9
+    assert ipm.certificate.realized_epsilon <= P.epsilon * (1 + 1e-6)
 
 
 CLI_ARGS = ["lrgeo", "--synthetic", "6x6", "--seed", "1", "--user-cells", "0,14,28", "--epsilon", "3",
