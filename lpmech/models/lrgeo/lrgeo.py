@@ -78,8 +78,12 @@ BLOCK_OPTIONS = {"presolve": "off"}
 #: the 4th round breaks down with Devex (Markowitz warnings, primal infeasibilities of 1e9), is
 #: recovered with dual steepest edge (92 s); the 5th round (9.6·10⁴ rows) broke down again and its
 #: cold restart had not finished when the 900 s limit came (777 s in that round). The threshold stays:
-#: at 200 users the cuts alone certify (79 iterations, 972 s on a 2-worker pool, relative gap 6.6e-7;
-#: the monolithic LP ended in a HiGHS error after 369 s, a separate run on the same instance).
+#: at 200 users the cuts alone certify (79 iterations; 606 s on a 2-worker pool alone on the machine,
+#: 972 s under load), where the monolithic LP, in the same run and given as long, ends in a HiGHS
+#: error after 274 s by dual simplex and has no point after 611 s by interior point. Measured and
+#: rejected for the cuts (50 users, session 6): a box trust region on y (worse: the radius shrinks,
+#: the tail lengthens), in-out weight 0.8 (130 iterations against 136), a y start from the relaxed
+#: LR-OMGs (they put almost no mass on the tied entries).
 RETAIN_NNZ = 1_000_000
 RETAIN_AFTER = 1
 
