@@ -241,6 +241,8 @@ def test_bad_input():
         lrgeo.solve(GRID, [0], P, method="magic")
     with pytest.raises(InputError, match="HiGHS method"):
         lrgeo.solve(GRID, [0], P, method="monolithic", lp_method="magic")
+    with pytest.raises(InputError, match="HiGHS method"):  # checked before any work, whatever the method
+        lrgeo.solve(GRID, [0], P, lp_method="magic")
 
 
 def test_monolithic_lp_method_ipm_equals_simplex():

@@ -41,7 +41,7 @@ from ...solvers.benders import (
     solve_benders,
     solve_block_alone,
 )
-from ...solvers.highs import solve_lp
+from ...solvers.highs import METHODS, solve_lp
 from ...solvers.result import Result
 from ..common import raise_for_status, require_certified
 
@@ -742,6 +742,8 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     r_exp = 1.5 (3.3·10⁶ nonzeros): the dual simplex ends in a HiGHS error after ~370 s, the IPM
     has no point after 1500 s, while Benders certifies.
     """
+    if lp_method not in METHODS:
+        raise InputError(f"unknown HiGHS method {lp_method!r} for the monolithic LP: use one of {METHODS}")
     t0 = time.perf_counter()
     P = params
     structure = build_structure(grid, users, P, targets=targets, prior=prior, rng=rng)
