@@ -282,6 +282,19 @@ def test_cli_json_matches_monolithic(capsys, tmp_path):
         assert np.allclose(z["matrix"].sum(axis=1), 1)
 
 
+def test_cli_monolithic_ipm_matches_api_simplex(capsys):
+    """--method monolithic --lp-method ipm: the same certified cost as the API's dual simplex."""
+    import json
+
+    from lpmech.cli import main
+
+    assert main([*CLI_ARGS, "--json", "--method", "monolithic", "--lp-method", "ipm"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    mono = lrgeo.solve(GRID, USERS, P, method="monolithic")
+    assert out["status"] == "optimal"
+    assert out["cost"] == pytest.approx(mono.stats["cost"], rel=1e-7, abs=1e-9)
+
+
 @pytest.mark.parametrize("extra, msg", [
     (["--r-exp", "5"], "r_exp"),
     (["--user-cells", "9999"], "outside the domain"),

@@ -63,6 +63,9 @@ def register(sub, common) -> None:
     s.add_argument("--method", choices=["benders", "monolithic"], default="benders",
                    help="benders: Benders' decomposition over users (default); monolithic: one LP "
                         "with every user's block (exact reference, more memory)")
+    s.add_argument("--lp-method", choices=["simplex", "ipm", "choose", "pdlp"], default="simplex",
+                   help="HiGHS method of the monolithic LP (default simplex; ipm: interior point "
+                        "with crossover)")
     s.add_argument("--workers", type=int, default=None,
                    help="process-pool size for the subproblems (default: CPUs; 0 = in-process)")
     s.add_argument("--abs-tol", type=float, default=0.01, help="Benders gap UB-LB (default 0.01 km)")
@@ -154,7 +157,7 @@ def cmd_lrgeo(args) -> int:
                 res = lrgeo.solve(grid, users, params, method=args.method, executor=executor,
                                   abs_tol=args.abs_tol, rel_tol=args.rel_tol, max_iter=args.max_iter,
                                   time_limit=args.time_limit, relaxed_bound=not args.no_relaxed_bound,
-                                  rng=rng, retain_after=retain_after)
+                                  rng=rng, retain_after=retain_after, lp_method=args.lp_method)
         finally:
             if hasattr(executor, "shutdown"):
                 executor.shutdown()
