@@ -45,6 +45,7 @@ from lpmech import datasets as ds
 from lpmech.errors import LpmechError
 from lpmech.io import write_csv
 from lpmech.models import lrgeo
+from lpmech.solvers.highs import METHODS
 
 OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_ROME = Path(__file__).resolve().parents[2] / "shared" / "data" / "rome"
@@ -342,7 +343,7 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2, help="process-pool / Dask workers")
     ap.add_argument("--mono-max-users", type=int, default=200, help="skip the monolithic LP above this")
     ap.add_argument("--mono-methods", nargs="+", default=["simplex"],
-                    choices=["simplex", "ipm", "choose", "pdlp"],
+                    choices=list(METHODS),
                     help="users: the HiGHS methods of the monolithic LP")
     ap.add_argument("--mono-cap", type=float, default=None,
                     help="users: stop a monolithic LP at this multiple of the fastest Benders time")

@@ -239,8 +239,6 @@ def test_bad_input():
         P.replace(epsilon=-1)
     with pytest.raises(InputError, match="method"):
         lrgeo.solve(GRID, [0], P, method="magic")
-    with pytest.raises(InputError, match="HiGHS method"):
-        lrgeo.solve(GRID, [0], P, method="monolithic", lp_method="magic")
     with pytest.raises(InputError, match="HiGHS method"):  # checked before any work, whatever the method
         lrgeo.solve(GRID, [0], P, lp_method="magic")
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..errors import InputError
+from ..solvers.highs import METHODS
 
 
 def register(sub, common) -> None:
@@ -63,7 +64,7 @@ def register(sub, common) -> None:
     s.add_argument("--method", choices=["benders", "monolithic"], default="benders",
                    help="benders: Benders' decomposition over users (default); monolithic: one LP "
                         "with every user's block (exact reference, more memory)")
-    s.add_argument("--lp-method", choices=["simplex", "ipm", "choose", "pdlp"], default="simplex",
+    s.add_argument("--lp-method", choices=list(METHODS), default="simplex",
                    help="HiGHS method of the monolithic LP (default simplex; ipm: interior point "
                         "with crossover)")
     s.add_argument("--workers", type=int, default=None,

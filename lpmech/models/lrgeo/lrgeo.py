@@ -739,8 +739,8 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
     the Geo-Ind rows, solves faster than the cuts, which need 80–200 iterations where the ties bind,
     issue 13), else never. ``lp_method``: the HiGHS method of the monolithic LP (``"simplex"``,
     ``"ipm"``, ``"choose"``, ``"pdlp"``; Benders ignores it). Measured on Rome, 200 users, ε = 3,
-    r_exp = 1.5 (3.3·10⁶ nonzeros): the dual simplex ends in a HiGHS error after ~370 s, the IPM
-    has no point after 1500 s, while Benders certifies.
+    r_exp = 1.5 (3.3·10⁶ nonzeros): the dual simplex ends in a HiGHS error after 274–375 s, the
+    IPM has no point after 1500 s, while Benders certifies in 606 s.
     """
     if lp_method not in METHODS:
         raise InputError(f"unknown HiGHS method {lp_method!r} for the monolithic LP: use one of {METHODS}")
