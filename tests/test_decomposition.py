@@ -223,3 +223,65 @@ def test_dual_pricing_lp_equals_the_primal_one_and_a_full_linprog(notion_kind):
             assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
             bound = float(lagrangian(rho, ub))
             assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
+
+
+def test_sifting_master_equals_a_linprog_over_every_column_it_has_seen():
+    """Columns purged into the pool still count: after a purge, the master's optimum is the optimum
+    over every column ever added (scipy linprog over all of them), pool columns come back when
+    they price out, and without sifting the purged columns are lost (a worse or equal optimum)."""
+    from lpmech.design.decomposition import Master
+
+    rng = np.random.default_rng(21)
+    K, n = 8, 8
+    C = rng.uniform(0.1, 1.0, (K, n))
+    cols = [(int(rng.integers(n)), rng.uniform(0.05, 1.0, K)) for _ in range(60)]
+    cols += [(k, np.ones(K)) for k in range(n)]  # feasible: each row covered by an all-ones column
+    V = np.column_stack([v for _, v in cols])
+    cost = np.array([C[:, k] @ v for k, v in cols])
+    ref = linprog(cost, A_eq=V, b_eq=np.ones(K), bounds=(0, None), method="highs")
+    assert ref.status == 0
+    values = {}
+    for sift in (True, False):
+        m = Master(C, [], sift=sift)
+        for k, v in cols[:30]:
+            m.add(k, v)
+        m.start_phase_2()
+        m.run()
+        m.purge(10, 0)  # everything not basic leaves the LP
+        for k, v in cols[30:]:
+            m.add(k, v)
+        y, values[sift] = m.run()
+        Z = m.matrix()
+        assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-9
+        assert float((C * Z).sum()) == pytest.approx(values[sift], rel=1e-9)
+        if sift:
+            assert m.pool_cols  # the purge filled the pool
+            assert np.all(m.pool_cost - m.pool_M[:K].T @ y >= -1e-9)  # nothing left prices out
+    assert values[True] == pytest.approx(ref.fun, rel=1e-9)
+    assert values[False] >= ref.fun - 1e-9
+
+
+def test_every_purge_into_the_pool_keeps_the_rounds_and_the_optimum():
+    """Purging every round into the pool (sifting) reaches the full LP's optimum, and sifts columns
+    back (the pool is used), where purging without a pool would regenerate them."""
+    inst = li.grid(6, 6, prior=np.random.default_rng(8).dirichlet(np.ones(36)))
+    full = omg.solve(inst, 0.3, method="full")
+    res = omg_large.solve_decomposition(inst, 0.3, purge_after=1, workers=1)
+    assert res.status == "optimal"
+    assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
+    assert res.optimality.bound <= full.objective * (1 + 1e-9)
+    assert res.stats["sifted"] > 0
+
+
+def test_a_dual_start_prices_there_first_and_reaches_the_same_optimum():
+    """``dual_start``: a pricing round at given multipliers before the first round. From the
+    duals of a finished solve the bound starts at the optimum, so fewer rounds reach it."""
+    inst = li.grid(6, 6, prior=np.random.default_rng(8).dirichlet(np.ones(36)))
+    first = omg_large.solve_decomposition(inst, 0.3, workers=1)
+    again = omg_large.solve_decomposition(inst, 0.3, workers=1, dual_start=first.duals)
+    full = omg.solve(inst, 0.3, method="full")
+    for res in (first, again):
+        assert res.status == "optimal"
+        assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
+        assert res.optimality.bound <= full.objective * (1 + 1e-9)
+    assert again.stats["rounds"] < first.stats["rounds"]

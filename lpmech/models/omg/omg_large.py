@@ -153,7 +153,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
                         executor=None, master_algorithm: str = "simplex",
                         master_options: dict | None = None, max_rounds: int = 5000, n_near: int = 0,
                         time_limit: float | None = None, verbose: bool = False,
-                        coarse: bool = True, reduce: bool = False) -> Result:
+                        coarse: bool = True, reduce: bool = False, dual_start=None) -> Result:
     """OMG by Dantzig–Wolfe decomposition over output columns (uncertified :class:`Result`).
 
     A thin client of :func:`lpmech.design.decomposition.decompose` with the notion
@@ -184,6 +184,8 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         workers, executor: pricing backend (see :func:`~lpmech.design.decomposition.make_pricer`;
             a ``distributed.Client`` runs the pricing LPs on Dask actors).
         verbose: a progress line per round.
+        dual_start: row multipliers to price at before the first round (e.g. the ``duals`` of
+            a solve of a nearby instance; see :func:`~lpmech.design.decomposition.decompose`).
         coarse: from :data:`COARSE_MIN_K` locations up, add the lifted optimum of a coarser
             instance to the starting columns (:func:`coarse_columns`).
     """
@@ -210,7 +212,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
                     workers=workers, max_rounds=max_rounds, time_limit=time_limit, verbose=verbose,
                     stabilise=stabilise, purge_after=purge_after, check_columns=False,
                     master_algorithm=master_algorithm, master_options=master_options,
-                    name=f"OMG decomposition K={instance.K}")
+                    name=f"OMG decomposition K={instance.K}", dual_start=dual_start)
     if bound_F is not None and res.status == "optimal" and res.duals is not None:
         lower = _relaxed_lower_bound(bound_F, _costs(instance), res.duals[:instance.K], n_near)
         res.optimality = OptimalityCertificate.from_values(res.optimality.objective, lower)
