@@ -234,13 +234,18 @@ class GeoInd(Notion):
         F, K = self.F, self.K
 
         def separate(v):
-            T = F * v[:, None]  # T[i, j] = F_ij v_i
-            T[present] = -np.inf
+            # only entries v_i above the tolerance can violate a row (F ≤ 1): the others are
+            # skipped (an unused output's v = 0 needs no work)
+            S = np.nonzero(v > SEPARATION_TOL)[0]
+            if S.size == 0:
+                return None
+            T = F[S] * v[S, None]  # T[s, j] = F_ij v_i for i = S[s]
+            T[present[S]] = -np.inf
             i = T.argmax(axis=0)
             j = np.nonzero(T[i, np.arange(K)] - v > SEPARATION_TOL)[0]
             if j.size == 0:
                 return None
-            i = i[j]
+            i = S[i[j]]
             present[i, j] = True
             return column_rows(F, i, j, K)
 
