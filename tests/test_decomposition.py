@@ -1,6 +1,7 @@
 """The generic Dantzig–Wolfe engine (lpmech.design.decomposition) against a full LP built with scipy."""
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -285,3 +286,42 @@ def test_a_dual_start_prices_there_first_and_reaches_the_same_optimum():
         assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
         assert res.optimality.bound <= full.objective * (1 + 1e-9)
     assert again.stats["rounds"] < first.stats["rounds"]
+
+
+def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
+    """The user's deadline reaches the forked pricing workers (a round past it returns None, the
+    same as in-process pricing) and the master LP (a HiGHS time limit: decompose ends
+    ``time_limit``, the API raises TimeLimitError)."""
+    from lpmech.design.decomposition import LocalPricer, ProcessPricer
+    from lpmech.errors import TimeLimitError
+
+    inst = li.grid(5, 5, prior=np.random.default_rng(0).dirichlet(np.ones(25)))
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    W = C - 0.01
+    outputs = np.arange(25)
+    for pricer in (ProcessPricer(notion, 25, 2), LocalPricer(notion, 25)):
+        try:
+            now = pricer.price(outputs, W, time.perf_counter() + 60)
+            assert sorted(k for k, *_ in now) == list(range(25))
+            assert pricer.price(outputs, W, time.perf_counter() - 1) is None
+        finally:
+            pricer.close()
+    res = decompose(notion, C, time_limit=1e-9)
+    assert res.status == "time_limit"
+    with pytest.raises(TimeLimitError):
+        raise_for_status(res, "OMG")
+    # the master alone: a dense LP of ~1 s given a deadline that has passed stops at HiGHS' limit
+    from lpmech.design.decomposition import Master, _MasterTimeLimit
+
+    big = li.grid(12, 12)
+    rng = np.random.default_rng(4)
+    T = np.exp(-0.5 * big.metric)
+    m = Master(np.ones((144, 144)), [])
+    for _ in range(3000):
+        S = rng.choice(144, size=3, replace=False)
+        m.add(int(S[0]), T[:, S].max(axis=1))
+    m.start_phase_2()
+    m.deadline = time.perf_counter()
+    with pytest.raises(_MasterTimeLimit):
+        m.run()

@@ -204,6 +204,48 @@ class DualPricingLP(PricingLP):
     (dual simplex next). ρ = w + Aᵀy is read from the column values: the same Lagrangian bound.
     """
 
+    def __init__(self, notion: Notion, k: int):
+        super().__init__(notion, k)
+        if TENT_BASIS:
+            self._tent_basis(k)
+
+    def _tent_basis(self, k: int) -> None:
+        """Start from the basis of the tent of k when the starting rows hold its star.
+
+        The star rows F_kj v_k − v_j ≤ 0 and the bound v_k ≤ 1 are tight at the tent v = F_k·
+        (v_k = 1), which satisfies every starting row: their multipliers (and s_j of any j outside
+        the star) make a K×K basis, dual feasible for the dual simplex of the first solve, in place
+        of the slack basis (measured: see :data:`TENT_BASIS`). Any starting rows give a
+        nonsingular basis (triangular), so HiGHS stays exact for any notion."""
+        import highspy
+
+        K = self.K
+        if k >= K or self.ub[k] == 0 or self.n_rows == 0:  # no input k, or v_k forced to 0
+            return
+        rows = sp.csr_matrix((self.r_val, (self.r_row, self.r_col)), shape=(self.n_rows, K))
+        star = np.full(K, -1)
+        for r in range(self.n_rows):
+            lo, hi = rows.indptr[r], rows.indptr[r + 1]
+            cols, vals = rows.indices[lo:hi], rows.data[lo:hi]
+            if cols.size == 2 and k in cols:
+                j = int(cols[cols != k][0])
+                if vals[cols == k][0] > 0 and vals[cols == j][0] == -1.0 and star[j] < 0:
+                    star[j] = r
+        basic, lower = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower
+        col = [lower] * (K + self.n_rows)
+        col[k] = basic
+        for j in range(K):
+            if j != k:
+                if star[j] >= 0:
+                    col[K + star[j]] = basic
+                else:
+                    col[j] = basic
+        basis = self.h.getBasis()
+        basis.col_status = col
+        basis.row_status = [lower] * K
+        basis.valid = True
+        self.h.setBasis(basis)
+
     def _init_model(self) -> None:
         """The dual model before any row: K rows ≥ 0 and the K columns of the box multipliers."""
         import highspy
@@ -240,6 +282,10 @@ class DualPricingLP(PricingLP):
         return -np.maximum(np.asarray(sol.col_value)[self.K:], 0.0)
 
 
+#: start each dual pricing LP from the basis of its output's tent (:meth:`DualPricingLP._tent_basis`)
+#: (K = 1,024: the first pricing of 12 outputs 3.1 s against 3.5 s; K = 400: 1.58 s against 1.68 s
+#: for 30 outputs; the first HiGHS run alone 131–204 simplex iterations against 478–604)
+TENT_BASIS = True
 #: the pricing LP class (:class:`DualPricingLP`: measured faster on OMG, its basis stays K×K)
 PRICING_LP = DualPricingLP
 #: a pricing LP whose Lagrangian bound is looser than this (per unit of max |w|, ×max(1, K/100))
@@ -299,9 +345,9 @@ def _worker(conn, notion, outputs) -> None:  # pragma: no cover - runs in a chil
             if msg == "rows":
                 conn.send(sum(lp.n_rows for lp in lps.values()))
                 continue
-            ks, W = msg
+            ks, W, deadline = msg
             try:
-                conn.send(_price_all(lps, ks, W, None))
+                conn.send(_price_all(lps, ks, W, deadline))
             except Exception as exc:  # report, do not hang the parent
                 conn.send(exc)
     except (EOFError, OSError, KeyboardInterrupt):
@@ -345,8 +391,8 @@ class ProcessPricer:
         outputs = np.asarray(outputs, dtype=np.int64)
         parts = [outputs[self.owner[outputs] == w] for w in range(self.workers)]
         for conn, ks in zip(self.conns, parts):
-            conn.send((ks.tolist(), W[:, ks]))
-        out, err = [], None
+            conn.send((ks.tolist(), W[:, ks], deadline))  # perf_counter: one clock for all
+        out, err, late = [], None, False
         for conn in self.conns:
             try:
                 got = conn.recv()
@@ -354,11 +400,13 @@ class ProcessPricer:
                 raise SolverError("a pricing worker died") from None
             if isinstance(got, Exception):
                 err = got
+            elif got is None:  # the worker passed the deadline
+                late = True
             else:
                 out.extend(got)
         if err is not None:
             raise err
-        return out
+        return None if late else out
 
     def n_rows(self) -> int:
         for conn in self.conns:
@@ -466,6 +514,10 @@ MASTER_OPTIONS = {"simplex_strategy": 4, "dual_feasibility_tolerance": 1e-10,
                   "simplex_scale_strategy": 0}
 
 
+class _MasterTimeLimit(Exception):
+    """The master LP reached the user's time limit."""
+
+
 class Master:
     """The restricted master LP: unit rows, extra rows, artificials, one column per (k, v).
 
@@ -520,6 +572,7 @@ class Master:
         self.pool_keys: set[bytes] = set()
         self.sifted = 0
         self.solve_log: list = []
+        self.deadline: float | None = None  # perf_counter time of the user's time limit
         self.now = 0  # the round (set by the rounds' driver): birth of columns back from the pool
 
     @staticmethod
@@ -643,6 +696,8 @@ class Master:
     def _solve(self) -> np.ndarray:
         """One HiGHS solve of the LP as it stands: its raw row duals."""
         _t = time.perf_counter()
+        if self.deadline is not None:
+            self.h.setOptionValue("time_limit", max(self.deadline - _t, 1e-3))
         self.h.run()
         self.solve_log.append((self.now, self.h.getNumCol() - self.n_art,
                                self.h.getInfo().simplex_iteration_count, time.perf_counter() - _t))
@@ -665,6 +720,8 @@ class Master:
             self.h.run()
             status = _STATUS.get(self.h.getModelStatus(), "error")
             self.h.setOptionValue("solver", "simplex")
+        if status == "time_limit" and self.deadline is not None:
+            raise _MasterTimeLimit
         if status != "optimal":
             raise SolverError(f"decomposition master LP ended with status {status!r}")
         return np.array(self.h.getSolution().row_dual)
@@ -863,26 +920,16 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
                 None if time_limit is None else t0 + time_limit, prog)
     st.stall_gap = stall_gap
     st.auto = auto
+    master.deadline = st.deadline
     try:
-        _, upper0 = master.run()
-        status = "optimal"
-        if upper0 > 1e-9 * max(1.0, K):
-            status = st.run(phase=1)
-        if status == "optimal":
-            master.start_phase_2()
-            _, upper = master.run()
-            if 0 < upper < 0.1:  # the optimum is small against the largest cost: rescale
-                f = max(upper, 1e-6)
-                master.rescale(f)
-                cscale *= f
-                abs_floor /= f
-            st.reset()
-            if dual_start is not None:
-                st.price_at(np.asarray(dual_start, float) / cscale)
-            status = st.run(phase=2)
+        try:
+            status = _rounds(st, master, K, dual_start, cscale)
+        except _MasterTimeLimit:
+            status = "time_limit"
         pricing_rows = pricer.n_rows()
     finally:
         pricer.close()
+    cscale = st.cscale
     elapsed = time.perf_counter() - t0
     stats = {"solver": "highs", "method": "decomposition", "rounds": len(st.trace),
              "phase1_rounds": st.phase1_rounds, "columns": len(master.ks),
@@ -902,6 +949,28 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     elif status == "infeasible":
         res.stats["phase1_bound"] = st.best_lower
     return res
+
+
+def _rounds(st, master, K, dual_start, cscale) -> str:
+    """Phase 1 (when the starting columns leave artificials) and phase 2; the final cost scale is
+    left in ``st.cscale``."""
+    st.cscale = cscale
+    _, upper0 = master.run()
+    status = "optimal"
+    if upper0 > 1e-9 * max(1.0, K):
+        status = st.run(phase=1)
+    if status == "optimal":
+        master.start_phase_2()
+        _, upper = master.run()
+        if 0 < upper < 0.1:  # the optimum is small against the largest cost: rescale
+            f = max(upper, 1e-6)
+            master.rescale(f)
+            st.cscale *= f
+        st.reset()
+        if dual_start is not None:
+            st.price_at(np.asarray(dual_start, float) / st.cscale)
+        status = st.run(phase=2)
+    return status
 
 
 class _State:
