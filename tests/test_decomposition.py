@@ -3,6 +3,7 @@
 import math
 import time
 
+import highspy
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -325,3 +326,34 @@ def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
     m.deadline = time.perf_counter()
     with pytest.raises(_MasterTimeLimit):
         m.run()
+
+
+def test_a_time_left_counts_from_now_not_from_the_model_s_first_run():
+    """HiGHS compares ``time_limit`` with the total run time of a model object: after runs that
+    took longer than the time left, ``set_time_left`` still lets the next run finish (a plain
+    ``time_limit`` of the time left stops it at once), and a tiny time left stops it."""
+    from lpmech.design.decomposition import Master
+    from lpmech.solvers.highs import set_time_left
+
+    big = li.grid(12, 12)
+    rng = np.random.default_rng(4)
+    T = np.exp(-0.5 * big.metric)
+    m = Master(np.ones((144, 144)), [])
+    for _ in range(3000):
+        S = rng.choice(144, size=3, replace=False)
+        m.add(int(S[0]), T[:, S].max(axis=1))
+    m.start_phase_2()
+    m.run()
+    took = m.h.getRunTime()
+    m.h.clearSolver()
+    m.h.setOptionValue("time_limit", 0.5 * took)  # the trap: stops at once
+    m.h.run()
+    assert m.h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+    m.h.clearSolver()
+    set_time_left(m.h, 20 * took)
+    m.h.run()
+    assert m.h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    m.h.clearSolver()
+    set_time_left(m.h, 0.0)
+    m.h.run()
+    assert m.h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit

@@ -54,7 +54,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError, SolverError
 from ..progress import Progress
-from ..solvers.highs import _STATUS, new_highs
+from ..solvers.highs import _STATUS, new_highs, set_time_left
 from ..solvers.result import Result, check_time_limit
 from .notion import Notion, check_extra_rows, start_rows
 
@@ -697,7 +697,7 @@ class Master:
         """One HiGHS solve of the LP as it stands: its raw row duals."""
         _t = time.perf_counter()
         if self.deadline is not None:
-            self.h.setOptionValue("time_limit", max(self.deadline - _t, 1e-3))
+            set_time_left(self.h, self.deadline - _t)
         self.h.run()
         self.solve_log.append((self.now, self.h.getNumCol() - self.n_art,
                                self.h.getInfo().simplex_iteration_count, time.perf_counter() - _t))

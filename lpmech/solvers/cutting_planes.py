@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..certificate import lagrangian_bound
 from ..errors import InputError
-from .highs import _STATUS, add_rows, needs_polish, new_highs, tighten
+from .highs import _STATUS, add_rows, needs_polish, new_highs, set_time_left, tighten
 from .result import check_time_limit
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class LazyLP:
                 left = time_limit - (time.perf_counter() - t0)
                 if left <= 0:
                     return self._outcome("time_limit", None, rnd - 1, trace)
-                self.h.setOptionValue("time_limit", left)
+                set_time_left(self.h, left)
             ts = time.perf_counter()
             self.h.run()
             status = _STATUS.get(self.h.getModelStatus(), "error")

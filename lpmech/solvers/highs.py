@@ -122,6 +122,13 @@ def new_highs(method: str = "simplex", *, time_limit: float | None = None,
     return h
 
 
+def set_time_left(h: highspy.Highs, seconds: float) -> None:
+    """Let the next ``h.run()`` last at most ``seconds``: HiGHS compares its ``time_limit`` with
+    the *total* run time of the model object over all its runs, so the limit is that total plus
+    ``seconds``."""
+    h.setOptionValue("time_limit", float(h.getRunTime()) + max(float(seconds), 1e-3))
+
+
 def add_rows(h: highspy.Highs, A, lo, hi) -> None:
     """Append the rows ``lo ≤ A x ≤ hi`` (``A`` scipy-sparse, ±inf allowed) to a HiGHS model."""
     A = sp.csr_matrix(A, dtype=float)
