@@ -289,6 +289,20 @@ def test_a_dual_start_prices_there_first_and_reaches_the_same_optimum():
     assert again.stats["rounds"] < first.stats["rounds"]
 
 
+def _dense_master():
+    """A phase-2 master LP of 3000 dense three-point tent columns on a 12×12 grid (~1 s to solve)."""
+    from lpmech.design.decomposition import Master
+
+    T = np.exp(-0.5 * li.grid(12, 12).metric)
+    rng = np.random.default_rng(4)
+    m = Master(np.ones((144, 144)), [])
+    for _ in range(3000):
+        S = rng.choice(144, size=3, replace=False)
+        m.add(int(S[0]), T[:, S].max(axis=1))
+    m.start_phase_2()
+    return m
+
+
 def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
     """The user's deadline reaches the forked pricing workers (a round past it returns None, the
     same as in-process pricing) and the master LP (a HiGHS time limit: decompose ends
@@ -313,16 +327,9 @@ def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
     with pytest.raises(TimeLimitError):
         raise_for_status(res, "OMG")
     # the master alone: a dense LP of ~1 s given a deadline that has passed stops at HiGHS' limit
-    from lpmech.design.decomposition import Master, _MasterTimeLimit
+    from lpmech.design.decomposition import _MasterTimeLimit
 
-    big = li.grid(12, 12)
-    rng = np.random.default_rng(4)
-    T = np.exp(-0.5 * big.metric)
-    m = Master(np.ones((144, 144)), [])
-    for _ in range(3000):
-        S = rng.choice(144, size=3, replace=False)
-        m.add(int(S[0]), T[:, S].max(axis=1))
-    m.start_phase_2()
+    m = _dense_master()
     m.deadline = time.perf_counter()
     with pytest.raises(_MasterTimeLimit):
         m.run()
@@ -332,17 +339,9 @@ def test_a_time_left_counts_from_now_not_from_the_model_s_first_run():
     """HiGHS compares ``time_limit`` with the total run time of a model object: after runs that
     took longer than the time left, ``set_time_left`` still lets the next run finish (a plain
     ``time_limit`` of the time left stops it at once), and a tiny time left stops it."""
-    from lpmech.design.decomposition import Master
     from lpmech.solvers.highs import set_time_left
 
-    big = li.grid(12, 12)
-    rng = np.random.default_rng(4)
-    T = np.exp(-0.5 * big.metric)
-    m = Master(np.ones((144, 144)), [])
-    for _ in range(3000):
-        S = rng.choice(144, size=3, replace=False)
-        m.add(int(S[0]), T[:, S].max(axis=1))
-    m.start_phase_2()
+    m = _dense_master()
     m.run()
     took = m.h.getRunTime()
     m.h.clearSolver()
