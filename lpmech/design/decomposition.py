@@ -222,15 +222,13 @@ class DualPricingLP(PricingLP):
         K = self.K
         if k >= K or self.ub[k] == 0 or self.n_rows == 0:  # no input k, or v_k forced to 0
             return
-        rows = sp.csr_matrix((self.r_val, (self.r_row, self.r_col)), shape=(self.n_rows, K))
+        # star row of j: two entries, a positive one at k and −1 at j (the first such row)
+        two = np.bincount(self.r_row, minlength=self.n_rows) == 2
+        at_k = np.zeros(self.n_rows, dtype=bool)
+        at_k[self.r_row[(self.r_col == k) & (self.r_val > 0)]] = True
+        hit = (self.r_col != k) & (self.r_val == -1.0) & two[self.r_row] & at_k[self.r_row]
         star = np.full(K, -1)
-        for r in range(self.n_rows):
-            lo, hi = rows.indptr[r], rows.indptr[r + 1]
-            cols, vals = rows.indices[lo:hi], rows.data[lo:hi]
-            if cols.size == 2 and k in cols:
-                j = int(cols[cols != k][0])
-                if vals[cols == k][0] > 0 and vals[cols == j][0] == -1.0 and star[j] < 0:
-                    star[j] = r
+        star[self.r_col[hit][::-1]] = self.r_row[hit][::-1]
         basic, lower = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower
         col = [lower] * (K + self.n_rows)
         col[k] = basic
@@ -1016,24 +1014,32 @@ class _State:
             self.stabilise = min(AUTO_ALPHA_MAX, self.stabilise + 0.1 * (1 - self.stabilise))
         self.alphas.append(self.stabilise)
 
+    def _price(self, todo, W: np.ndarray, bounds: np.ndarray) -> list | None:
+        """Price outputs ``todo`` at costs W; keep each one's reduced costs and put its Lagrangian
+        bound into ``bounds``: the priced [(k, v, value, rho)], or None past the deadline."""
+        ts = time.perf_counter()
+        priced = self.pricer.price(todo, W, self.deadline)
+        self.pricing_s += time.perf_counter() - ts
+        for k, _, _, rho in priced or ():
+            self.RHO[:, k], self.W_last[:, k] = rho, W[:, k]
+            bounds[k] = lagrangian(rho, self.HI[:, k])
+        if priced is not None:
+            self.n_priced += len(priced)
+        return priced
+
     def price_at(self, y: np.ndarray) -> None:
         """A pricing round at given multipliers y (phase 2, before the rounds): its columns join
         the master and L(y) becomes the first bound and smoothing centre."""
         m = self.master
         y = m.valid(np.asarray(y, float))
         W = m.pricing_costs(y)
-        ts = time.perf_counter()
-        priced = self.pricer.price(np.arange(W.shape[1]), W, self.deadline)
-        self.pricing_s += time.perf_counter() - ts
+        bounds = np.zeros(W.shape[1])
+        priced = self._price(np.arange(W.shape[1]), W, bounds)
         if priced is None:
             return
-        bounds = np.zeros(W.shape[1])
-        for k, v, value, rho in priced:
-            self.RHO[:, k], self.W_last[:, k] = rho, W[:, k]
-            bounds[k] = lagrangian(rho, self.HI[:, k])
+        for k, v, value, _ in priced:
             if value < 0:
                 m.add(k, v, 0)
-        self.n_priced += len(priced)
         self.best_lower = m.rhs_term(y) + math.fsum(np.minimum(bounds, 0.0))
         self.center = y
 
@@ -1064,13 +1070,9 @@ class _State:
             thr = floor / W.shape[1]  # all n outputs below it: within the gap floor
             bounds = lagrangian(self.RHO + (W - self.W_last), self.HI)
             todo = np.nonzero(bounds < -thr)[0]
-            ts = time.perf_counter()
-            priced = self.pricer.price(todo, W, self.deadline)
-            self.pricing_s += time.perf_counter() - ts
+            priced = self._price(todo, W, bounds)
             added = improving = 0
-            for k, v, value, rho in priced or ():
-                self.RHO[:, k], self.W_last[:, k] = rho, W[:, k]
-                bounds[k] = lagrangian(rho, self.HI[:, k])
+            for k, v, value, _ in priced or ():
                 rc = W_m[:, k] @ v  # its reduced cost at the master's duals
                 if (rc < -thr or (ACCEPT_SMOOTHED and value < -thr)) and m.add(k, v, rnd):
                     added += 1
@@ -1079,7 +1081,6 @@ class _State:
                 self._adjust_alpha(priced, y_m)
             lower = -math.inf
             if priced is not None:  # a complete pricing round: L(y) is a valid bound
-                self.n_priced += len(priced)
                 lower = m.rhs_term(y) + math.fsum(np.minimum(bounds, 0.0))
                 if lower > self.best_lower:
                     self.best_lower, self.center = lower, y
