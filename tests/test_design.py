@@ -420,3 +420,69 @@ def test_outputs_with_different_forced_zeros_do_not_merge():
     lp = ref_lp(C, np.array([np.eye(K)[i] * F[i, j] - np.eye(K)[j] for i, j in zip(*np.nonzero(F))]),
                 zeros=d <= 0)
     assert res.objective == pytest.approx(lp.fun, rel=1e-9)
+
+
+# ------------------------------------------------------------------ auxiliary variables (sparse LIP)
+
+
+def lip_latent_rows(P, T, eps):
+    """Pr(Y|G=g)/Pr(Y) within [e^{−ε}, e^{ε}]: T_g·z − e^{ε} P·z ≤ 0 and P·z − e^{ε} T_g·z ≤ 0."""
+    return np.array([r for g in T for r in (g - math.exp(eps) * P, P - math.exp(eps) * g)])
+
+
+def test_lip_rows_are_sparse_on_the_auxiliary_variable():
+    """ε-LIP's 2·K ratio rows all hold P·v: written on s = P·v they have two entries each (the
+    dense pair defining s is the only dense one), and on the extended column [v; P·v] they agree
+    with the definition rows."""
+    rng = np.random.default_rng(20)
+    K, eps = 30, 0.8
+    P = rng.dirichlet(np.ones(K))
+    notion = LIP(P, eps)
+    R = notion.rows()
+    assert notion.n_aux == 1 and R.shape == (2 + 2 * K, K + 1)
+    assert R.nnz <= 2 * (K + 1) + 4 * K  # not 2·K² as dense rows
+    v = rng.random(K)
+    u = np.append(v, P @ v)
+    ratio = (R @ u)[2:]  # f·v_x − s and f·s − v_x, against the definition: Pr ratios in [e^-ε, e^ε]
+    ok_def = (lip_def_rows(P, eps) @ v <= 0).reshape(K, 2).all(axis=1)
+    ok_aux = (ratio <= 0).reshape(2, K).all(axis=0)
+    np.testing.assert_array_equal(ok_def, ok_aux)
+
+
+@pytest.mark.parametrize("method", ["full", "decomposition", "outputs", "pyomo"])
+def test_latent_lip_and_two_auxiliary_notions_equal_definition_lp(method):
+    """A latent-secret LIP (auxiliary s = P·v and s_g = T_g·v) intersected with a plain LIP (its own
+    s = P·v) and Geo-Ind: every path lays the auxiliary variables of both parts side by side, and
+    reaches the dense linprog of the definitions, each notion certified."""
+    rng = np.random.default_rng(21)
+    inst = li.grid(3, 3).with_prior(rng.dirichlet(np.ones(9)))
+    P = inst.prior
+    T = rng.dirichlet(np.ones(9), size=3)
+    T = T / T.sum(axis=1, keepdims=True)
+    notion = DPrivacy(inst, 1.2) & LIP(P, 0.9, T=T) & LIP(P, 1.6)
+    assert notion.n_aux == 1 + 3 + 1
+    res = solve(notion, prior=P, loss=inst.loss, method=method, workers=1)
+    rows = np.vstack([dprivacy_rows(inst.metric, 1.2), lip_latent_rows(P, T, 0.9),
+                      lip_def_rows(P, 1.6)])
+    lp = ref_lp(P[:, None] * inst.loss, rows)
+    assert res.objective == pytest.approx(lp.fun, rel=1e-6)
+    assert res.bound <= lp.fun + 1e-9
+    assert len(res.stats["certificates"]) == 3 and all(c["satisfied"] for c in res.stats["certificates"])
+    Z = res.mechanism.matrix
+    assert (rows @ Z).max() <= 1e-9 * np.abs(rows).max()
+
+
+def test_rows_of_the_wrong_width_for_auxiliary_variables_are_refused():
+    from lpmech.design.notion import Notion, start_rows
+
+    class Bad(Notion):
+        name = "bad"
+
+        def aux_map(self):
+            return sp.csr_matrix(np.ones((1, 3)) / 3)
+
+        def initial_rows(self, k=None):
+            return sp.csr_matrix(np.eye(3)[:1])  # K columns, not K + 1
+
+    with pytest.raises(InputError, match="K \\+ a = 4"):
+        start_rows(Bad(3), 0)

@@ -56,7 +56,7 @@ from ..errors import InputError, SolverError
 from ..progress import Progress
 from ..solvers.highs import _STATUS, new_highs, set_time_left
 from ..solvers.result import Result, check_time_limit
-from .notion import Notion, check_extra_rows, start_rows
+from .notion import Notion, aux_upper, check_extra_rows, extend, start_rows
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +84,18 @@ class PricingLP:
 
     def __init__(self, notion: Notion, k: int):
         K = self.K = notion.K
+        B = notion.aux_map()  # auxiliary variables t = B v (the rows act on u = [v; t])
+        self.B = None if B is None else sp.csr_matrix(B)
+        N = self.N = K + notion.n_aux
         start = start_rows(notion, k)
-        self.ub = np.ones(K)
+        self.ub = np.concatenate([np.ones(K), aux_upper(notion)])
         zeros = notion.zeros(k)
         if zeros is not None:
             self.ub[np.asarray(zeros, dtype=np.int64)] = 0.0
         self.oracle = notion.separator(k, start)
         self.repair = getattr(notion, "repair", None)
-        self.zero_mask = self.ub == 0
-        self.idx = np.arange(K, dtype=np.int32)
+        self.zero_mask = self.ub[:K] == 0
+        self.idx = np.arange(N, dtype=np.int32)
         self.r_row = np.zeros(0, np.int64)
         self.r_col = np.zeros(0, np.int64)
         self.r_val = np.zeros(0)
@@ -102,9 +105,9 @@ class PricingLP:
         self._add(start)
 
     def _init_model(self) -> None:
-        """The HiGHS model before any row: K variables in [0, ub]."""
+        """The HiGHS model before any row: N = K + a variables in [0, ub]."""
         self.h = new_highs("simplex", options=PRICING_OPTIONS)
-        self.h.addVars(self.K, np.zeros(self.K), self.ub)
+        self.h.addVars(self.N, np.zeros(self.N), self.ub)
 
     def _add(self, A) -> None:
         """Add the rows A v ≤ 0 to the model and to the kept copy of A (for the bound)."""
@@ -136,7 +139,7 @@ class PricingLP:
         return status
 
     def _set_costs(self, w: np.ndarray) -> None:
-        self.h.changeColsCost(self.K, self.idx, w)
+        self.h.changeColsCost(self.N, self.idx, w)
 
     def _solve_round(self, rnd: int) -> str:
         return self._run()
@@ -152,25 +155,31 @@ class PricingLP:
         """``(v, value, rho)``: the optimum v, w·v, and reduced costs ρ = w − Aᵀy (y ≤ 0).
 
         The LP is solved with w scaled to max |w| = 1 (solver tolerances are absolute) and the
-        results scaled back; rows come from the notion's oracle until v violates none.
+        results scaled back; rows come from the notion's oracle until v violates none. With
+        auxiliary variables t = B v (cost 0), ρ is that of v with t substituted, ρ_v + Bᵀρ_t: the
+        bound Σ min(0, ρ_i)·ub_i over v alone is valid (t = B v holds in the exact problem).
         """
         scale = float(np.abs(w).max())
         if scale == 0.0:
             return np.zeros_like(w), 0.0, np.zeros_like(w)
-        self._set_costs(w / scale)
+        wu = np.concatenate([w / scale, np.zeros(self.N - self.K)])
+        self._set_costs(wu)
+        ub = self.ub[:self.K]
         for attempt in range(2):
             x, sol = self._solve()
             y = self._multipliers(sol)
-            aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.K)
-            rho = w / scale - aty
+            aty = np.bincount(self.r_col, weights=self.r_val * y[self.r_row], minlength=self.N)
+            rho = wu - aty
+            if self.B is not None:
+                rho = rho[:self.K] + self.B.T @ rho[self.K:]
             # a warm restart can end with duals that are feasible only to the tolerance of a basis
             # found for other costs: when its bound is loose against its own value, solve cold once
-            loose = float(w @ x) / scale - float(lagrangian(rho, self.ub))
+            loose = float(w @ x[:self.K]) / scale - float(lagrangian(rho, ub))
             if attempt or loose <= COLD_RETRY_GAP * max(1.0, self.K * 1e-2):
                 break
             self.h.clearSolver()
             self.cold_retries += 1
-        v = x
+        v = x[:self.K]
         if self.repair is not None:  # solver noise off: a column exactly in the cone
             fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
             if not fixed[self.zero_mask].any():
@@ -220,8 +229,8 @@ class DualPricingLP(PricingLP):
         import highspy
 
         K = self.K
-        if k >= K or self.ub[k] == 0 or self.n_rows == 0:  # no input k, or v_k forced to 0
-            return
+        if k >= K or self.ub[k] == 0 or self.n_rows == 0 or self.N > K:  # no input k, v_k = 0,
+            return  # or auxiliary variables (their definition rows are no star)
         # star row of j: two entries, a positive one at k and −1 at j (the first such row)
         two = np.bincount(self.r_row, minlength=self.n_rows) == 2
         at_k = np.zeros(self.n_rows, dtype=bool)
@@ -245,15 +254,15 @@ class DualPricingLP(PricingLP):
         self.h.setBasis(basis)
 
     def _init_model(self) -> None:
-        """The dual model before any row: K rows ≥ 0 and the K columns of the box multipliers."""
+        """The dual model before any row: N rows ≥ 0 and the N columns of the box multipliers."""
         import highspy
 
-        K, inf = self.K, highspy.kHighsInf
+        N, inf = self.N, highspy.kHighsInf
         self.h = new_highs("simplex", options=DUAL_PRICING_OPTIONS)
-        self.h.addRows(K, np.zeros(K), np.full(K, inf), 0, np.zeros(K, np.int32),
+        self.h.addRows(N, np.zeros(N), np.full(N, inf), 0, np.zeros(N, np.int32),
                        np.zeros(0, np.int32), np.zeros(0))
-        self.h.addCols(K, self.ub.copy(), np.zeros(K), np.full(K, inf), K,
-                       np.arange(K, dtype=np.int32), self.idx, np.ones(K))
+        self.h.addCols(N, self.ub.copy(), np.zeros(N), np.full(N, inf), N,
+                       np.arange(N, dtype=np.int32), self.idx, np.ones(N))
 
     def _insert(self, A: sp.csr_matrix) -> None:
         import highspy  # a row of the primal is a column y_r ≥ 0 of the dual
@@ -265,7 +274,7 @@ class DualPricingLP(PricingLP):
     def _set_costs(self, w: np.ndarray) -> None:
         import highspy
 
-        self.h.changeRowsBounds(self.K, self.idx, -w, np.full(self.K, highspy.kHighsInf))
+        self.h.changeRowsBounds(self.N, self.idx, -w, np.full(self.N, highspy.kHighsInf))
 
     def _solve_round(self, rnd: int) -> str:
         # a new right-hand side keeps the basis dual feasible (dual simplex); new columns (rows of
@@ -277,7 +286,7 @@ class DualPricingLP(PricingLP):
         return np.asarray(sol.row_dual)
 
     def _multipliers(self, sol) -> np.ndarray:
-        return -np.maximum(np.asarray(sol.col_value)[self.K:], 0.0)
+        return -np.maximum(np.asarray(sol.col_value)[self.N:], 0.0)
 
 
 #: start each dual pricing LP from the basis of its output's tent (:meth:`DualPricingLP._tent_basis`)
@@ -822,7 +831,7 @@ def _admissible(notion: Notion, cols, tol: float = 1e-9):
     V = np.column_stack([v for _, v in cols])
     bad = np.zeros(len(cols), dtype=bool)
     bad |= (V < -tol).any(axis=0) | (V > 1 + tol).any(axis=0)
-    for c, rows in enumerate(notion.separate(np.clip(V, 0, 1), tol)):
+    for c, rows in enumerate(notion.separate(extend(notion, np.clip(V, 0, 1)), tol)):
         bad[c] |= rows.shape[0] > 0
     for c, (k, v) in enumerate(cols):
         z = notion.zeros(k)

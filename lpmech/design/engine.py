@@ -79,6 +79,9 @@ class _OutputMap(Notion):
     def parts(self):  # an intersection stays one for the starting columns and certificates
         return getattr(self.inner, "parts", [self.inner])
 
+    def aux_map(self):
+        return self.inner.aux_map()
+
     def rows(self):
         return self.inner.rows()
 
@@ -215,7 +218,7 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
     if chosen == "full":
         res = solve_lp(*problem.full_lp(), method=algorithm, time_limit=time_limit, verbose=verbose)
         res.stats["algorithm"] = algorithm
-        raw = res.x
+        raw = None if res.x is None else res.x[:problem.K * problem.n]
     elif chosen == "decomposition":
         try:
             from .decomposition import decompose

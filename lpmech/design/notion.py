@@ -18,6 +18,13 @@ A notion gives:
   a separation oracle, used by lazy solves (the defaults check :meth:`rows` and suit small m);
   :meth:`Notion.separator` wraps them into a stateful oracle for one pricing LP;
 * :meth:`Notion.certify` — its certificate of a finished matrix (realised parameter, worst violation).
+
+Auxiliary variables. A notion whose rows are dense in v (ε-LIP: every row holds P·v) may declare
+linear maps t = B v (:meth:`Notion.aux_map`, B ≥ 0, a×K): its rows then act on the extended column
+u = [v; t] (K + a entries) and include the definition rows B v − t ≤ 0 and t − B v ≤ 0 (from
+:func:`definition_rows`). The rows stay sparse (LIP: two entries each, plus one dense definition
+pair), and every LP of the engine carries t as a variable in [0, B·1] per output column.
+:func:`extend` gives [V; B V] for a plain matrix V.
 """
 
 from __future__ import annotations
@@ -64,6 +71,15 @@ class Notion:
         self.K = int(K)
 
     # -- rows -------------------------------------------------------------------------------------
+    def aux_map(self) -> sp.csr_matrix | None:
+        """B (a×K, entries ≥ 0) of the auxiliary variables t = B v its rows use, or None (default)."""
+        return None
+
+    @property
+    def n_aux(self) -> int:
+        B = self.aux_map()
+        return 0 if B is None else int(B.shape[0])
+
     def rows(self) -> sp.csr_matrix:
         """All rows A (m×K, A v ≤ 0) that every output column must satisfy."""
         raise NotImplementedError
@@ -77,7 +93,8 @@ class Notion:
         return self.rows()
 
     def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        """For each column of ``V`` (K×n), the rows it violates by more than ``tol`` (may be empty).
+        """For each column of ``V`` (K×n; (K + a)×n, the extended columns, with auxiliary
+        variables), the rows it violates by more than ``tol`` (may be empty).
 
         The default evaluates :meth:`rows` on all columns; notions with K² or more rows override it
         with a vectorised oracle (e.g. the max-product oracle of Geo-Ind).
@@ -140,12 +157,40 @@ def check_extra_rows(extra_rows, shape: tuple[int, int]) -> list[tuple[np.ndarra
     return rows
 
 
+def definition_rows(B) -> sp.csr_matrix:
+    """The rows B v − t ≤ 0 and t − B v ≤ 0 that tie auxiliary variables t to B v (on [v; t])."""
+    B = sp.csr_matrix(B, dtype=float)
+    eye = sp.identity(B.shape[0], format="csr")
+    return sp.vstack([sp.hstack([B, -eye]), sp.hstack([-B, eye])], format="csr")
+
+
+def extend(notion: Notion, V: np.ndarray) -> np.ndarray:
+    """[V; B V] for the notion's auxiliary map B (V itself when it has none); V is K×n or K."""
+    B = notion.aux_map()
+    if B is None:
+        return V
+    V = np.asarray(V, float)
+    return np.concatenate([V, np.asarray(B @ V)], axis=0)
+
+
+def aux_upper(notion: Notion) -> np.ndarray:
+    """Upper bounds B·1 of the auxiliary variables (v ∈ [0, 1]^K); empty when there are none."""
+    B = notion.aux_map()
+    return np.zeros(0) if B is None else np.asarray(B.sum(axis=1), float).ravel()
+
+
 def start_rows(notion: Notion, k: int | None = None) -> sp.csr_matrix:
-    """``notion.initial_rows(k)``, also for notions whose ``initial_rows`` takes no output."""
+    """``notion.initial_rows(k)``, also for notions whose ``initial_rows`` takes no output; checked
+    to act on the extended column (K + a entries)."""
     try:
-        return sp.csr_matrix(notion.initial_rows(k), dtype=float)
+        A = sp.csr_matrix(notion.initial_rows(k), dtype=float)
     except TypeError:
-        return sp.csr_matrix(notion.initial_rows(), dtype=float)
+        A = sp.csr_matrix(notion.initial_rows(), dtype=float)
+    width = notion.K + notion.n_aux
+    if A.shape[1] != width and A.shape[0]:
+        raise InputError(f"notion {notion.name!r}: its rows must have K + a = {width} columns "
+                         f"(K inputs, a auxiliary variables), got {A.shape[1]}")
+    return A if A.shape[1] == width else sp.csr_matrix((0, width))
 
 
 class Intersection(Notion):
@@ -165,26 +210,52 @@ class Intersection(Notion):
         super().__init__(Ks.pop())
         self.parts = flat
         self.name = " & ".join(p.name for p in flat)
+        # part p's auxiliary variables sit at K + offset[p] ... of the extended column
+        sizes = [p.n_aux for p in flat]
+        self._offset = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        maps = [p.aux_map() for p in flat if p.n_aux]
+        self._B = sp.vstack(maps, format="csr") if maps else None
+
+    def aux_map(self) -> sp.csr_matrix | None:
+        return self._B
+
+    def _index(self, q: int) -> np.ndarray:
+        """Positions of part q's extended column [v; t_q] in the intersection's [v; t]."""
+        K, a = self.K, self.parts[q].n_aux
+        return np.concatenate([np.arange(K), K + self._offset[q] + np.arange(a)])
+
+    def _lift(self, q: int, A) -> sp.csr_matrix:
+        """Part q's rows (on [v; t_q]) as rows on the intersection's [v; t]."""
+        A = sp.csr_matrix(A, dtype=float)
+        width = self.K + self.n_aux
+        if not self.parts[q].n_aux and A.shape[1] == width:
+            return A
+        A = A.tocoo()
+        return sp.csr_matrix((A.data, (A.row, self._index(q)[A.col])), shape=(A.shape[0], width))
 
     def rows(self) -> sp.csr_matrix:
-        return sp.vstack([p.rows() for p in self.parts], format="csr")
+        return sp.vstack([self._lift(q, p.rows()) for q, p in enumerate(self.parts)], format="csr")
 
     def zeros(self, k: int) -> np.ndarray | None:
         zs = [z for z in (p.zeros(k) for p in self.parts) if z is not None]
         return np.unique(np.concatenate(zs)) if zs else None
 
     def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
-        return sp.vstack([start_rows(p, k) for p in self.parts], format="csr")
+        return sp.vstack([self._lift(q, start_rows(p, k)) for q, p in enumerate(self.parts)],
+                         format="csr")
 
     def separate(self, V: np.ndarray, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        per_part = [p.separate(V, tol) for p in self.parts]
+        V = np.asarray(V, float).reshape(self.K + self.n_aux, -1)
+        per_part = [[self._lift(q, A) for A in p.separate(V[self._index(q)], tol)]
+                    for q, p in enumerate(self.parts)]
         return [sp.vstack([rows[c] for rows in per_part], format="csr") for c in range(V.shape[1])]
 
     def separator(self, k: int, start: sp.csr_matrix):
-        fs = [p.separator(k, start_rows(p, k)) for p in self.parts]
+        fs = [(q, self._index(q), p.separator(k, start_rows(p, k))) for q, p in enumerate(self.parts)]
 
         def separate(v):
-            got = [A for A in (f(v) for f in fs) if A is not None and A.shape[0]]
+            got = [self._lift(q, A) for q, A in ((q, f(v[idx])) for q, idx, f in fs)
+                   if A is not None and A.shape[0]]
             return sp.vstack(got, format="csr") if got else None
 
         return separate

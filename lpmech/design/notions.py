@@ -12,7 +12,8 @@ matrix. Rows are written in the well-scaled direction (every coefficient in [−
 * :class:`LDP` — ε-LDP, v_i ≤ e^{ε} v_j for all i, j.
 * :class:`LIP` — ε-LIP for a prior P ([001] eq. (26)) or a latent secret T[g, x] = Pr(X=x | G=g)
   ([004] eq. (9)): e^{−ε} t_g·v − P·v ≤ 0 and e^{−ε} P·v − t_g·v ≤ 0, built here from the
-  definition e^{−ε} ≤ Pr(Y=y | G=g) / Pr(Y=y) ≤ e^{ε}.
+  definition e^{−ε} ≤ Pr(Y=y | G=g) / Pr(Y=y) ≤ e^{ε}; written on the auxiliary variable s = P·v
+  (sparse rows).
 * :class:`Rows` — any user rows ``A v ≤ 0`` (a K-column matrix).
 * :class:`Exclusion` — "never report within r of the truth": z_ik = 0 whenever d(i, k) ≤ r, via
   :meth:`~lpmech.design.notion.Notion.zeros`. Note the mathematics: under any ratio notion whose
@@ -41,7 +42,7 @@ from scipy.sparse.csgraph import shortest_path
 from ..errors import InputError
 from ..mechanism import EPS_RTOL, certify, check_epsilon, geo_ind_closure, ldp_epsilon
 from .geoind import GeoInd, implied_pairs
-from .notion import SEPARATION_TOL, Notion, NotionCertificate
+from .notion import SEPARATION_TOL, Notion, NotionCertificate, definition_rows, extend
 
 #: a user row is satisfied when its violation is at most this times the row's absolute mass |A|·z
 ROWS_RTOL = 1e-9
@@ -191,7 +192,11 @@ class LIP(Notion):
 
     G = X (``T=None``): one secret per input with P_x > 0, t_g = e_x. Latent secret: ``T`` (G×K),
     T[g, x] = Pr(X=x | G=g). Per output column v, Pr(Y=y | G=g) ∝ t_g·v and Pr(Y=y) ∝ P·v, so the
-    rows are e^{−ε} t_g·v − P·v ≤ 0 and e^{−ε} P·v − t_g·v ≤ 0 (2·G dense rows).
+    rows are e^{−ε} t_g·v − P·v ≤ 0 and e^{−ε} P·v − t_g·v ≤ 0. Every one of these 2·G rows holds
+    P·v, so they are written on auxiliary variables (:meth:`~lpmech.design.notion.Notion.aux_map`):
+    s = P·v (and s_g = t_g·v for a latent secret), rows e^{−ε} s_g − s ≤ 0 and e^{−ε} s − s_g ≤ 0
+    of two entries each, plus the definition rows of s (one dense pair): an LP that meets all 2·G
+    rows stores O(K + G) entries in place of O(G·K).
     """
 
     name = "lip"
@@ -203,29 +208,47 @@ class LIP(Notion):
         super().__init__(P.size)
         self.prior = P
         self.epsilon = check_epsilon(epsilon)
+        K = P.size
         if T is None:
-            self.T = np.eye(P.size)[P > 0]
+            self.T = np.eye(K)[P > 0]
+            secret = np.nonzero(P > 0)[0]  # s_g = v_x: the entry itself
+            B = sp.csr_matrix(P[None, :])
         else:
             T = np.asarray(T, float)
-            if T.ndim != 2 or T.shape[1] != P.size or (T < 0).any() or \
+            if T.ndim != 2 or T.shape[1] != K or (T < 0).any() or \
                     not np.allclose(T.sum(axis=1), 1.0, atol=1e-9):
-                raise InputError(f"T must be a G×{P.size} matrix of conditional distributions "
+                raise InputError(f"T must be a G×{K} matrix of conditional distributions "
                                  "Pr(X=x | G=g) (rows summing to 1)")
             self.T = T
+            secret = K + 1 + np.arange(T.shape[0])  # s_g = t_g·v: an auxiliary variable each
+            B = sp.csr_matrix(np.vstack([P, T]))
+        self._B = B
         f = math.exp(-self.epsilon)
-        Pm = np.broadcast_to(P, self.T.shape)
-        self._A = np.vstack([f * self.T - Pm, f * Pm - self.T])
+        G, s = secret.size, K  # s: the position of P·v in the extended column
+        r = np.arange(G)
+        ratio = sp.csr_matrix((np.concatenate([np.full(G, f), np.full(G, -1.0),
+                                               np.full(G, -1.0), np.full(G, f)]),
+                               (np.concatenate([r, r, G + r, G + r]),
+                                np.concatenate([secret, np.full(G, s), secret, np.full(G, s)]))),
+                              shape=(2 * G, K + B.shape[0]))
+        self._ratio = ratio  # rows e^{−ε} s_g − s ≤ 0, then e^{−ε} s − s_g ≤ 0
+        self._definition = definition_rows(B)
+
+    def aux_map(self) -> sp.csr_matrix:
+        return self._B
 
     def rows(self) -> sp.csr_matrix:
-        return sp.csr_matrix(self._A)
+        return sp.vstack([self._definition, self._ratio], format="csr")
 
     def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
-        """None: a lazy solve adds the (dense) rows its point violates."""
-        return sp.csr_matrix((0, self.K))
+        """The definition rows of the auxiliary variables; a lazy solve adds the ratio rows its
+        point violates."""
+        return self._definition
 
     def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
-        AV = self._A @ np.asarray(V, float).reshape(self.K, -1)
-        return [sp.csr_matrix(self._A[AV[:, c] > tol]) for c in range(AV.shape[1])]
+        U = np.asarray(V, float).reshape(self.K + self.n_aux, -1)
+        AV = self._ratio @ U
+        return [self._ratio[AV[:, c] > tol] for c in range(AV.shape[1])]
 
     def certify(self, Z) -> NotionCertificate:
         Z = np.asarray(Z, float)
@@ -234,7 +257,7 @@ class LIP(Notion):
         m = lam > 0
         with np.errstate(divide="ignore"):
             real = float(np.abs(np.log(num[:, m]) - np.log(lam[m])).max(initial=0.0)) if m.any() else 0.0
-        viol = float((self._A @ Z).max(initial=-math.inf))
+        viol = float((self._ratio @ extend(self, Z)).max(initial=-math.inf))
         return NotionCertificate(self.name, self.epsilon, real, viol,
                                  real <= self.epsilon * (1 + EPS_RTOL), {"secrets": int(self.T.shape[0])})
 

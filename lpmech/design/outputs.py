@@ -33,7 +33,7 @@ from ..progress import Progress
 from ..solvers.cutting_planes import LazyLP
 from ..solvers.result import Result, check_time_limit
 from .decomposition import lagrangian, make_pricer
-from .notion import start_rows
+from .notion import aux_upper, start_rows
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     Cs = problem.C / scale
     extra = list(problem.extra_rows)
     HI = problem.allowed().astype(float)
+    aux = aux_upper(notion)
     if start is None:
         s0 = max(4, math.ceil(math.sqrt(n)))
         start = np.argsort((Cs * HI).sum(axis=0) + 1e-12 * np.arange(n), kind="stable")[:s0]
@@ -90,11 +91,11 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 if k not in rows:
                     rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
-            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline)
+            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux)
             if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
                 prog.note("restricted LP ended %s after interior point; retrying with dual simplex",
                           out.status)  # HiGHS' IPM can stop early (iteration cap) on these LPs
-                out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm=False)
+                out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm=False)
             if out.status != "optimal":
                 status = out.status
                 if status == "infeasible" and len(S) < n:
@@ -103,7 +104,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 break
             m = len(S)
             x = np.zeros((K, n))
-            x[:, S] = out.x.reshape(K, m)
+            x[:, S] = out.x[:K * m].reshape(K, m)
             upper = float(out.objective)
             _, lo_all, hi_all = lazy.matrix()
             y = _valid(out.duals, lo_all, hi_all)
@@ -158,19 +159,25 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     return res
 
 
-def _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm: bool = True):
-    """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle."""
+def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True):
+    """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle.
+    Variables: z_ik (i·m + s for output S[s]), then the notion's auxiliary t_ak ((K + a)·m + s,
+    in [0, aux[a]])."""
     K = Cs.shape[0]
     m = len(S)
-    c = Cs[:, S].ravel()
-    unit = sp.kron(sp.identity(K, format="csr"), np.ones((1, m)), format="csr")
-    blocks = [unit] + [sp.csr_matrix(A[:, S].reshape(1, -1)) for A, _, _ in extra]
+    N = K + aux.size  # entries of an extended column
+    c = np.concatenate([Cs[:, S].ravel(), np.zeros(aux.size * m)])
+    pad = sp.csr_matrix((1, aux.size * m))
+    unit = sp.hstack([sp.kron(sp.identity(K, format="csr"), np.ones((1, m)), format="csr"),
+                      sp.csr_matrix((K, aux.size * m))], format="csr")
+    blocks = [unit] + [sp.hstack([sp.csr_matrix(A[:, S].reshape(1, -1)), pad], format="csr")
+                       for A, _, _ in extra]
     lo = [np.ones(K)] + [[lo] for _, lo, _ in extra]
     hi = [np.ones(K)] + [[hi] for _, _, hi in extra]
 
     def lift(R, s):
         R = sp.coo_matrix(R)
-        return sp.csr_matrix((R.data, (R.row, R.col * m + s)), shape=(R.shape[0], K * m))
+        return sp.csr_matrix((R.data, (R.row, R.col * m + s)), shape=(R.shape[0], N * m))
 
     priv = [lift(rows[k], s) for s, k in enumerate(S) if rows[k].shape[0]]
     if priv:
@@ -183,7 +190,7 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm: bool = True):
         if first[0]:  # interior point (with crossover) for the cold first solve, then warm dual simplex
             first[0] = False
             lazy.h.setOptionValue("solver", "simplex")
-        V = x.reshape(K, m)
+        V = x.reshape(N, m)
         new = []
         for s, k in enumerate(S):
             A = oracles[k](V[:, s])
@@ -196,7 +203,8 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, ipm: bool = True):
         return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
 
     first = [ipm]
-    lazy = LazyLP(c, np.zeros(K * m), HI[:, S].ravel(), separate, A=sp.vstack(blocks, format="csr"),
+    col_hi = np.concatenate([HI[:, S].ravel(), np.repeat(aux, m)])
+    lazy = LazyLP(c, np.zeros(N * m), col_hi, separate, A=sp.vstack(blocks, format="csr"),
                   method="ipm" if ipm else "simplex",
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))

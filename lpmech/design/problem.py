@@ -17,7 +17,7 @@ from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
 from ..solvers.result import Result, gap_status, raise_for_status
-from .notion import Intersection, Notion, NotionCertificate, check_extra_rows
+from .notion import Intersection, Notion, NotionCertificate, aux_upper, check_extra_rows, extend
 
 #: an extra row may be missed by this much (relative to max(1, |bound|)) after cleaning
 EXTRA_ROW_TOL = 1e-7
@@ -98,18 +98,26 @@ class Problem:
 
     def full_lp(self):
         """The whole LP as bulk arrays ``(c, A, row_lo, row_hi, col_lo, col_hi)``; variable z_ik is
-        column i·n + k; rows: privacy (row r of the notion on output k is r·n + k), unit, extra."""
+        column i·n + k, then the notion's auxiliary variables t_ak (if any) at (K + a)·n + k; rows:
+        privacy (row r of the notion on output k is r·n + k), unit, extra. The mechanism is the
+        first K·n entries of a solution."""
         K, n = self.K, self.n
+        a = self.notion.n_aux
         R = self.notion.rows()
         priv = sp.kron(sp.csr_matrix(R), sp.identity(n, format="csr"), format="csr")
-        unit = sp.kron(sp.identity(K, format="csr"), np.ones((1, n)), format="csr")
-        extra = [sp.csr_matrix(A.reshape(1, -1)) for A, _, _ in self.extra_rows]
+        pad = sp.csr_matrix((1, a * n))
+        unit = sp.hstack([sp.kron(sp.identity(K, format="csr"), np.ones((1, n)), format="csr"),
+                          sp.csr_matrix((K, a * n))], format="csr")
+        extra = [sp.hstack([sp.csr_matrix(A.reshape(1, -1)), pad], format="csr")
+                 for A, _, _ in self.extra_rows]
         A = sp.vstack([priv, unit, *extra], format="csc")
         lo = np.concatenate([np.full(priv.shape[0], -np.inf), np.ones(K),
                              [lo for _, lo, _ in self.extra_rows]])
         hi = np.concatenate([np.zeros(priv.shape[0]), np.ones(K), [hi for _, _, hi in self.extra_rows]])
-        col_hi = self.allowed().astype(float).ravel()
-        return self.C.ravel(), A, lo, hi, np.zeros(K * n), col_hi
+        col_hi = np.concatenate([self.allowed().astype(float).ravel(),
+                                 np.repeat(aux_upper(self.notion), n)])
+        c = np.concatenate([self.C.ravel(), np.zeros(a * n)])
+        return c, A, lo, hi, np.zeros((K + a) * n), col_hi
 
 
 # ------------------------------------------------------------------------------ certification
@@ -138,14 +146,14 @@ def _shift(notion: Notion, Z: np.ndarray, allowed: np.ndarray, rounds: int = 3) 
     z_k + α u_k with α = max over violated rows a of (a·z_k)/(−a·u_k) (rows with a·u_k < 0).
     Exact for homogeneous rows that hold strictly at u_k (every ratio notion here)."""
     for _ in range(rounds):
-        violated = notion.separate(Z, tol=0.0)
+        violated = notion.separate(extend(notion, Z), tol=0.0)
         moved = False
         for k, R in enumerate(violated):
             if R.shape[0] == 0:
                 continue
             R = sp.csr_matrix(R)
             u = allowed[:, k].astype(float)
-            v, s = R @ Z[:, k], R @ u
+            v, s = R @ extend(notion, Z[:, k]), R @ extend(notion, u)
             ok = (v > 0) & (s < 0)
             if ok.any():
                 Z[:, k] += float((v[ok] / -s[ok]).max()) * (1 + 1e-12) * u

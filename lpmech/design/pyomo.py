@@ -5,8 +5,9 @@
     res = solve_model(model)              # certified like every other path
 
 Components: ``I`` (inputs), ``N`` (outputs), ``R`` (the notion's rows), ``z[i, k]`` in [0, 1]
-(entries the notion forces to zero are fixed at 0), ``privacy[r, k]`` (row r of the notion on
-output k: Σ_i A_ri z_ik ≤ 0), ``unit[i]`` (Σ_k z_ik = 1), ``extra[e]`` (the extra rows) and the
+(entries the notion forces to zero are fixed at 0), ``t[a, k]`` (the notion's auxiliary variables
+t_k = B z_k, if any, e.g. P·z_k of ε-LIP), ``privacy[r, k]`` (row r of the notion on output k:
+Σ_i A_ri z_ik + Σ_a A_r,K+a t_ak ≤ 0), ``unit[i]`` (Σ_k z_ik = 1), ``extra[e]`` (the extra rows) and the
 objective ``cost`` (Σ C_ik z_ik). It is the same LP as the engine's ``"full"`` path (a test checks
 both give the same optimum).
 """
@@ -18,6 +19,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..solvers.result import Result
+from .notion import aux_upper
 from .problem import Problem, certified_result
 
 __all__ = ["build_pyomo", "solve_model"]
@@ -41,6 +43,9 @@ def build_pyomo(problem, costs=None, **kwargs):
     m.N = pyo.RangeSet(0, n - 1)
     m.R = pyo.RangeSet(0, R.shape[0] - 1) if R.shape[0] else pyo.Set(initialize=[])
     m.z = pyo.Var(m.I, m.N, bounds=(0.0, 1.0))
+    aux_hi = aux_upper(problem.notion)  # the notion's auxiliary variables t = B z_k, if any
+    m.A = pyo.RangeSet(0, aux_hi.size - 1) if aux_hi.size else pyo.Set(initialize=[])
+    m.t = pyo.Var(m.A, m.N, bounds=lambda b, a, k: (0.0, float(aux_hi[a])))
     allowed = problem.allowed()
     for i, k in zip(*np.nonzero(~allowed)):
         m.z[int(i), int(k)].fix(0.0)
@@ -48,7 +53,7 @@ def build_pyomo(problem, costs=None, **kwargs):
                           R.data[R.indptr[r]:R.indptr[r + 1]].tolist())) for r in range(R.shape[0])]
 
     def privacy(b, r, k):
-        terms = [a * b.z[i, k] for i, a in row_terms[r] if a != 0]
+        terms = [a * (b.z[i, k] if i < K else b.t[i - K, k]) for i, a in row_terms[r] if a != 0]
         return sum(terms) <= 0 if terms else pyo.Constraint.Skip
 
     m.privacy = pyo.Constraint(m.R, m.N, rule=privacy)
