@@ -102,6 +102,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eps-lip", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     ap.add_argument("--method", default="auto", choices=["auto", "full", "decomposition", "outputs"])
+    ap.add_argument("--geo-method", default=None, choices=["auto", "full", "decomposition", "outputs", "omg"],
+                    help="path of the Geo-Ind-alone case (default: --method; omg: omg.solve, the OMG "
+                         "decomposition with its coarse start, the fastest exact path at K = 400)")
     ap.add_argument("--cases", nargs="+", default=["geo", "user", "composed"],
                     choices=["geo", "user", "composed"],
                     help="what to solve, in this order (the price of LIP needs 'geo' first)")
@@ -128,10 +131,16 @@ def main(argv=None):
     geo = None
     csv = OUT / f"{args.name}.csv"
 
-    def run_case(label, notion, eps_lip=None):
+    def run_case(label, notion, eps_lip=None, path=None):
         t0 = time.perf_counter()
         try:
-            res = solve(notion, prior=p, loss=L, **opts)
+            if path == "omg":
+                res = omg.solve(inst, args.eps, time_limit=args.time_limit)
+                res.stats["certificates"] = [{"notion": "d-privacy", "realized":
+                                              res.certificate.realized_epsilon, "target": args.eps}]
+                res.stats["K"] = K
+            else:
+                res = solve(notion, prior=p, loss=L, **dict(opts, method=path or args.method))
         except LpmechError as exc:
             got = getattr(exc, "result", None)
             rows.append(dict(case=label, eps_lip=eps_lip, K=K, status=type(exc).__name__,
@@ -149,7 +158,7 @@ def main(argv=None):
     for case in args.cases:
         if case == "geo":
             t0 = time.perf_counter()
-            geo = run_case("geo-ind", DPrivacy(inst, args.eps))
+            geo = run_case("geo-ind", DPrivacy(inst, args.eps), path=args.geo_method)
             t_geo = time.perf_counter() - t0
             if geo is not None and not args.no_baseline:
                 t0 = time.perf_counter()

@@ -486,3 +486,17 @@ def test_rows_of_the_wrong_width_for_auxiliary_variables_are_refused():
 
     with pytest.raises(InputError, match="K \\+ a = 4"):
         start_rows(Bad(3), 0)
+
+
+def test_auto_solves_lip_compositions_by_output_generation():
+    """Above the full LP's size, "auto" picks output generation for a notion holding ε-LIP (few
+    outputs carry the optimum) and reaches the full LP's optimum, both notions certified."""
+    rng = np.random.default_rng(22)
+    inst = li.grid(8, 7, 1.0, unit="cell").with_prior(rng.dirichlet(np.ones(56)))
+    notion = DPrivacy(inst, 1.0) & LIP(inst.prior, 1.0)
+    auto = solve(notion, prior=inst.prior, loss=inst.loss, workers=1)
+    full = solve(notion, prior=inst.prior, loss=inst.loss, method="full")
+    assert auto.stats["method"] == "outputs"
+    assert auto.objective == pytest.approx(full.objective, rel=1e-7)
+    assert auto.stats["outputs_used"] < inst.K / 2
+    assert lip.lip_epsilon(auto.mechanism.matrix, inst.prior) <= 1.0 * (1 + 1e-6)

