@@ -16,9 +16,10 @@ printed. Writes ``benchmarks/results/design_composed.csv`` and ``.png``.
     python benchmarks/design_composed.py [--size 10] [--eps 1] [--eps-lip 0.5 1 2 4]
         [--cases geo user composed] [--method auto|full|decomposition|outputs] [--prior gowalla|dirichlet]
 
-K = 400 through the decomposition (each notion certified):
-    python benchmarks/design_composed.py --size 20 --prior dirichlet --method decomposition \
-        --cases user composed geo --eps-lip 1 --no-baseline --name design_composed_k400
+K = 400 (each notion certified; Geo-Ind alone by ``omg.solve``, Geo-Ind ∧ LIP by output generation,
+what ``auto`` picks for notions holding LIP):
+    python benchmarks/design_composed.py --size 20 --prior dirichlet --geo-method omg \
+        --cases geo composed --eps-lip 1 --no-baseline --name design_composed_k400
 """
 
 from __future__ import annotations
