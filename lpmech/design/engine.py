@@ -21,9 +21,11 @@ Result`, certified the same way whatever the path:
   :func:`lpmech.design.pyomo.build_pyomo` to add constraints, then :func:`~lpmech.design.pyomo.
   solve_model`);
 * ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"outputs"`` when the
-  notion holds ε-LIP (its ratio rows tie every entry to P·v, so optimal mechanisms use few
-  outputs: Geo-Ind ∧ LIP on a 10×10 grid, 34 of 100, 6.9 s against 26 s for the decomposition's
-  143 rounds), else ``"decomposition"``.
+  notion holds an ε-LIP with ε ≤ ``LIP_OUTPUTS_MAX_EPS`` (its ratio rows tie every entry to P·v,
+  so optimal mechanisms use few outputs), else ``"decomposition"``. Measured on Geo-Ind (ε = 1) ∧
+  ε_LIP-LIP, 10×10 grid, Dirichlet prior, 2 workers: ε_LIP = 1, outputs 6.9 s against the
+  decomposition's 143 rounds in 26 s; ε_LIP = 2, outputs 69 s against 26 s; ε_LIP = 4, outputs
+  over 200 s. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by output generation.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
@@ -58,6 +60,8 @@ log = logging.getLogger(__name__)
 METHODS = ("auto", "full", "decomposition", "outputs", "pyomo")
 #: ``method="auto"`` writes the full LP up to this many variables K·n, else decomposes
 AUTO_FULL_MAX = 2500
+#: ``auto`` solves a notion holding an ε-LIP with ε at most this by output generation (module docstring)
+LIP_OUTPUTS_MAX_EPS = 1.0
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix", "loss_cap",
            "merge_outputs", "solve", "starting_columns", "truth_floor"]
@@ -182,7 +186,8 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
     from .notions import LIP
 
     parts = getattr(problem.notion, "parts", [problem.notion])  # merged outputs keep the parts
-    return "outputs" if any(isinstance(p, LIP) for p in parts) else "decomposition"
+    tight = any(isinstance(p, LIP) and p.epsilon <= LIP_OUTPUTS_MAX_EPS for p in parts)
+    return "outputs" if tight else "decomposition"
 
 
 def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: str = "auto",
