@@ -17,7 +17,7 @@ printed. Writes ``benchmarks/results/design_composed.csv`` and ``.png``.
         [--cases geo user composed] [--method auto|full|decomposition|outputs] [--prior gowalla|dirichlet]
 
 K = 400 (each notion certified; Geo-Ind alone by ``omg.solve``, Geo-Ind ∧ LIP by output generation,
-what ``auto`` picks for notions holding LIP):
+what ``auto`` picks for a LIP with ε ≤ 1):
     python benchmarks/design_composed.py --size 20 --prior dirichlet --geo-method omg \
         --cases geo composed --eps-lip 1 --no-baseline --name design_composed_k400
 """
