@@ -361,8 +361,9 @@ def test_decomposition_equals_full(which):
     assert (ref_rows @ Z).max() <= 1e-9
 
 
+@pytest.mark.parametrize("lp", ["simplex", "ipm"])
 @pytest.mark.parametrize("which", ["le", "composed"])
-def test_output_generation_equals_full(which):
+def test_output_generation_equals_full(which, lp):
     rng = np.random.default_rng(11)
     inst = li.grid(4, 3, 1.0, unit="cell")
     w = rng.dirichlet(np.ones(12) * 0.3)  # a skewed prior: the optimum uses few outputs
@@ -371,14 +372,45 @@ def test_output_generation_equals_full(which):
     else:
         notion, C = DPrivacy(inst.metric, 0.7) & LIP(w, 1.0), w[:, None] * inst.metric
     full = solve(notion, C, method="full")
-    out = solve(notion, C, method="outputs", workers=1)
-    assert out.stats["method"] == "outputs"
+    out = solve(notion, C, method="outputs", workers=1, lp=lp)
+    assert out.stats["method"] == "outputs" and out.stats["lp"] == lp
     assert out.objective == pytest.approx(full.objective, rel=1e-6, abs=1e-9)
     assert out.bound <= full.objective + 1e-9
     assert all(c["satisfied"] for c in out.stats["certificates"])
     if which == "le":  # the LE LP (8) through the fast OMG path agrees too
         ref = le.solve(inst.with_prior(w), 1.0, path="lp")
         assert out.objective == pytest.approx(ref.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_output_generation_interior_point_equals_full_lp_across_eps(eps, seed):
+    """The restricted LP by interior point without crossover (no vertex) still ends at the LP (8)
+    optimum of an independent solve (scipy's HiGHS on every d-privacy row), across ε and priors."""
+    rng = np.random.default_rng(seed)
+    inst = li.grid(4, 4, 1.0, unit="cell")
+    w = rng.dirichlet(np.ones(16) * 0.3)
+    C = w[:, None] * le.range_loss(inst.metric)
+    out = solve(DPrivacy(inst.metric, eps, n_near=0), C, method="outputs", workers=1, lp="ipm")
+    K = inst.K
+    F = np.exp(-eps * inst.metric)
+    i, j = np.nonzero(~np.eye(K, dtype=bool))
+    rows = [sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
+                           (np.tile(np.arange(i.size), 2), np.concatenate([i * K + k, j * K + k]))),
+                          shape=(i.size, K * K)) for k in range(K)]
+    ref = linprog(C.ravel(), A_ub=sp.vstack(rows), b_ub=np.zeros(i.size * K),
+                  A_eq=sp.kron(sp.identity(K), np.ones((1, K))), b_eq=np.ones(K), bounds=(0, 1),
+                  method="highs")
+    assert out.objective == pytest.approx(ref.fun, rel=1e-6, abs=1e-9)
+    assert out.bound <= ref.fun + 1e-9
+    assert out.certificate.satisfied and out.certificate.realized_epsilon <= eps * (1 + 1e-6)
+
+
+def test_output_generation_rejects_an_unknown_lp_method():
+    inst = li.grid(3, 3, 1.0, unit="cell")
+    with pytest.raises(InputError, match="restricted-LP method"):
+        solve(DPrivacy(inst.metric, 1.0), inst.prior[:, None] * inst.metric, method="outputs",
+              lp="barrier")
 
 
 # ------------------------------------------------------------------ merged outputs

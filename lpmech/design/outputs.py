@@ -37,7 +37,10 @@ from .notion import aux_upper, start_rows
 
 log = logging.getLogger(__name__)
 
-__all__ = ["solve_outputs"]
+__all__ = ["LP_METHODS", "solve_outputs"]
+
+#: how :func:`solve_outputs` solves its restricted LP (``lp``)
+LP_METHODS = ("simplex", "ipm")
 
 
 def _valid(y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -50,7 +53,8 @@ def _valid(y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float | None = None,
                   executor=None, workers: int | None = None, max_rounds: int = 100,
-                  add_per_round: int | None = None, verbose: bool = False) -> Result:
+                  add_per_round: int | None = None, lp: str = "simplex",
+                  verbose: bool = False) -> Result:
     """Minimise the problem's loss by output generation (module docstring).
 
     Args:
@@ -60,7 +64,15 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
         add_per_round: outputs added per round (default max(8, n/20)), most negative price first.
         executor, workers: the pricing backend (:func:`lpmech.design.decomposition.make_pricer`).
         max_rounds: cap on the rounds (status ``iteration_limit``); time_limit: seconds.
+        lp: how the restricted LP is solved after each batch of lazy rows: ``"simplex"``
+            (interior point with crossover first, then warm dual simplex) or ``"ipm"`` (interior
+            point without crossover every time: faster where the rows make the LP very degenerate,
+            as the d-privacy rows of LE's LP (8) do; measured in ``benchmarks/le_gap_real.py``).
+            The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
+            of the multipliers and the engine certifies (and repairs) the point.
     """
+    if lp not in LP_METHODS:
+        raise InputError(f"unknown restricted-LP method {lp!r}: use one of {', '.join(LP_METHODS)}")
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
     deadline = None if time_limit is None else t0 + time_limit
@@ -91,7 +103,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 if k not in rows:
                     rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
-            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux)
+            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, lp=lp)
             if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
                 prog.note("restricted LP ended %s after interior point; retrying with dual simplex",
                           out.status)  # HiGHS' IPM can stop early (iteration cap) on these LPs
@@ -151,7 +163,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
         prog.close()
     stats = {"solver": "highs", "method": "outputs", "rounds": len(trace), "outputs_used": len(S),
              "lp_rows": trace[-1]["lp_rows"] if trace else 0, "pricing_rows": int(pricing_rows),
-             "workers": pricer.workers, "max_rounds": int(max_rounds), "trace": trace,
+             "workers": pricer.workers, "max_rounds": int(max_rounds), "lp": lp, "trace": trace,
              "time_s": time.perf_counter() - t0}
     res = Result(status=status, stats=stats, x=None if x is None else x.ravel())
     if status == "optimal":
@@ -159,8 +171,10 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     return res
 
 
-def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True):
-    """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle.
+def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
+                lp: str = "simplex"):
+    """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle
+    (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout).
     Variables: z_ik (i·m + s for output S[s]), then the notion's auxiliary t_ak ((K + a)·m + s,
     in [0, aux[a]])."""
     K = Cs.shape[0]
@@ -187,7 +201,7 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True
         hi.append(np.zeros(P.shape[0]))
 
     def separate(x):
-        if first[0]:  # interior point (with crossover) for the cold first solve, then warm dual simplex
+        if first[0] and lp == "simplex":  # interior point (with crossover) first, then warm dual simplex
             first[0] = False
             lazy.h.setOptionValue("solver", "simplex")
         V = x.reshape(N, m)
@@ -203,9 +217,11 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True
         return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
 
     first = [ipm]
+    barrier = ipm and lp == "ipm"
     col_hi = np.concatenate([HI[:, S].ravel(), np.repeat(aux, m)])
     lazy = LazyLP(c, np.zeros(N * m), col_hi, separate, A=sp.vstack(blocks, format="csr"),
                   method="ipm" if ipm else "simplex",
+                  options={"run_crossover": "off"} if barrier else None,
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))
     left = None if deadline is None else max(1e-3, deadline - time.perf_counter())
