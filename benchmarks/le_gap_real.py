@@ -13,15 +13,16 @@ fails, and this script measures by how much LE misses the optimum:
 * LE's objective 1 − w·p (p = E⁻¹1) is compared with it: ``le_gap = LE − OPT`` lies between
   LE − (LP objective) and LE − (LP bound), both printed;
 * the LP-dual test min(E⁻¹w) is printed beside it;
-* baseline in the same process: the engine without merging the empty cells into one output
-  (``merge=False``, the previous path) at ``--baseline-size`` for the first ε; the ratio of
-  times is printed.
+* baseline in the same process: output generation with its restricted LP by warm dual simplex
+  (``lp="simplex"``, the previous path) against interior point without crossover (``lp="ipm"``,
+  the default here: the d-privacy rows make that LP very degenerate) at ``--baseline-size`` for
+  the first ε; the ratio of times and the objectives' difference are printed.
 
 Data: each user's earliest check-in inside the NYC box (``lpmech.datasets.read_checkins``,
 ``first_per_user=True``), gridded W×W (distances in cells, Euclidean). Writes
 ``benchmarks/results/le_gap_real.csv`` and ``.png``.
 
-    python benchmarks/le_gap_real.py [--size 32] [--eps 0.7 1 2 4] [--time-limit 600]
+    python benchmarks/le_gap_real.py [--size 32] [--eps 0.7 1 2 4] [--time-limit 600] [--lp ipm]
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def tent_filler(inst, eps: float, w: np.ndarray, *, time_limit: float | None = N
     return float(math.fsum((C * Zc).ravel())), certs[0].realized, out.rounds
 
 
-def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", start=None):
+def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", start=None,
+        lp: str = "ipm"):
     """One ε: LE, the relaxation bound, the certified LP optimum. ``start``: outputs to start the
     output generation with (the previous ε's outputs: a warm start across ε); the relaxation's
     tents and the heaviest √m cells are always added."""
@@ -161,8 +163,8 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", sta
     if method == "outputs":
         heavy = np.argsort(-w, kind="stable")[:math.ceil(math.sqrt(inst.K))]
         S = np.union1d(np.union1d(tents, heavy), [] if start is None else start).astype(np.int64)
-        opts["start"] = S
-        row["start_outputs"] = int(S.size)
+        opts.update(start=S, lp=lp)
+        row.update(start_outputs=int(S.size), lp=lp)
     try:
         t_notion = time.perf_counter()
         notion = DPrivacy(inst.metric, eps, n_near=8)
@@ -193,20 +195,21 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", sta
 
 
 def baseline_ratio(inst, eps, workers):
-    """The engine as used here (empty cells merged into one output) against the engine without the
-    merge (the previous path), same process, same instance: objectives and times."""
+    """Output generation as used here (restricted LP by interior point, ``lp="ipm"``) against the
+    previous path (warm dual simplex, ``lp="simplex"``), same process, same instance, same
+    starting outputs: objectives and times."""
     loss = le.range_loss(inst.metric, 0.0)
     out = {}
-    for merge in (True, False):
+    for lp in ("ipm", "simplex"):
         t0 = time.perf_counter()
         r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss, method="outputs",
-                  workers=workers, merge=merge)
-        out[merge] = (r, time.perf_counter() - t0)
-    (a, ta), (b, tb) = out[True], out[False]
-    print(f"baseline m={inst.K} eps={eps:g}: merged {a.objective:.10f} in {ta:.1f}s, unmerged "
-          f"{b.objective:.10f} in {tb:.1f}s, ratio merged/unmerged = {ta / tb:.2f}, "
+                  workers=workers, lp=lp)
+        out[lp] = (r, time.perf_counter() - t0)
+    (a, ta), (b, tb) = out["ipm"], out["simplex"]
+    print(f"baseline m={inst.K} eps={eps:g}: ipm {a.objective:.10f} in {ta:.1f}s, simplex "
+          f"{b.objective:.10f} in {tb:.1f}s, ratio simplex/ipm = {tb / ta:.2f}, "
           f"|diff| = {abs(a.objective - b.objective):.1e}")
-    return dict(m=inst.K, eps=eps, merged_s=ta, unmerged_s=tb, ratio=ta / tb,
+    return dict(m=inst.K, eps=eps, ipm_s=ta, simplex_s=tb, ratio_simplex_ipm=tb / ta,
                 objective_diff=abs(a.objective - b.objective))
 
 
@@ -256,6 +259,8 @@ def main(argv=None):
     ap.add_argument("--method", default="outputs", choices=["outputs", "decomposition", "full", "none"],
                     help="the engine's path for the exact LP; none: only LE, the tent-filler mechanism "
                          "and the relaxation bound (the certified bracket of LE's gap)")
+    ap.add_argument("--lp", default="ipm", choices=["ipm", "simplex"],
+                    help="how output generation solves its restricted LP (lpmech.design.outputs)")
     ap.add_argument("--baseline-size", type=int, default=10, help="grid side of the baseline (0: none)")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
                     help="do not start each ε's output generation with the previous ε's outputs")
@@ -276,7 +281,7 @@ def main(argv=None):
     used = None
     for eps in args.eps:
         r = run(inst, eps, time_limit=args.time_limit, workers=args.workers, verbose=args.verbose,
-                method=args.method, start=used if args.warm else None)
+                method=args.method, start=used if args.warm else None, lp=args.lp)
         used = r.pop("_used", used)
         r["users"] = int(counts.sum())
         rows.append(r)
