@@ -194,23 +194,27 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", sta
     return row
 
 
-def baseline_ratio(inst, eps, workers):
+def baseline_ratio(inst, eps, workers, time_limit=None):
     """Output generation as used here (restricted LP by interior point, ``lp="ipm"``) against the
     previous path (warm dual simplex, ``lp="simplex"``), same process, same instance, same
-    starting outputs: objectives and times."""
+    starting outputs: objectives and times (a path stopped at ``time_limit`` counts as that
+    many seconds, a lower bound on its time, and is marked)."""
     loss = le.range_loss(inst.metric, 0.0)
     out = {}
     for lp in ("ipm", "simplex"):
         t0 = time.perf_counter()
-        r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss, method="outputs",
-                  workers=workers, lp=lp)
-        out[lp] = (r, time.perf_counter() - t0)
-    (a, ta), (b, tb) = out["ipm"], out["simplex"]
-    print(f"baseline m={inst.K} eps={eps:g}: ipm {a.objective:.10f} in {ta:.1f}s, simplex "
-          f"{b.objective:.10f} in {tb:.1f}s, ratio simplex/ipm = {tb / ta:.2f}, "
-          f"|diff| = {abs(a.objective - b.objective):.1e}")
-    return dict(m=inst.K, eps=eps, ipm_s=ta, simplex_s=tb, ratio_simplex_ipm=tb / ta,
-                objective_diff=abs(a.objective - b.objective))
+        try:
+            r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss,
+                      method="outputs", workers=workers, lp=lp, time_limit=time_limit)
+            out[lp] = (r.objective, time.perf_counter() - t0, "optimal")
+        except LpmechError as exc:
+            out[lp] = (math.nan, time.perf_counter() - t0, type(exc).__name__)
+    (a, ta, sa), (b, tb, sb) = out["ipm"], out["simplex"]
+    print(f"baseline m={inst.K} eps={eps:g}: ipm {a:.10f} in {ta:.1f}s ({sa}), simplex {b:.10f} in "
+          f"{tb:.1f}s ({sb}), ratio simplex/ipm = {tb / ta:.2f}{'+' if sb != 'optimal' else ''}, "
+          f"|diff| = {abs(a - b):.1e}")
+    return dict(m=inst.K, eps=eps, ipm_s=ta, ipm_status=sa, simplex_s=tb, simplex_status=sb,
+                ratio_simplex_ipm=tb / ta, objective_diff=abs(a - b))
 
 
 def plot(rows, path: Path):
@@ -262,6 +266,8 @@ def main(argv=None):
     ap.add_argument("--lp", default="ipm", choices=["ipm", "simplex"],
                     help="how output generation solves its restricted LP (lpmech.design.outputs)")
     ap.add_argument("--baseline-size", type=int, default=10, help="grid side of the baseline (0: none)")
+    ap.add_argument("--baseline-eps", type=float, nargs="+", default=None,
+                    help="ε of the baseline runs (default: the first --eps)")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
                     help="do not start each ε's output generation with the previous ε's outputs")
     ap.add_argument("--name", default="le_gap_real")
@@ -272,8 +278,9 @@ def main(argv=None):
     OUT.mkdir(parents=True, exist_ok=True)
     if args.baseline_size:
         binst, _ = gowalla_instance(args.data, args.baseline_size)
-        base = baseline_ratio(binst, args.eps[0], args.workers)
-        write_csv(OUT / f"{args.name}_baseline.csv", [base])
+        base = [baseline_ratio(binst, e, args.workers, args.time_limit)
+                for e in (args.baseline_eps or args.eps[:1])]
+        write_csv(OUT / f"{args.name}_baseline.csv", base)
     inst, counts = gowalla_instance(args.data, args.size)
     print(f"Gowalla NYC {args.size}x{args.size}: m = {inst.K}, {int(counts.sum())} users, "
           f"{int((counts == 0).sum())} empty cells")
