@@ -221,7 +221,7 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True
     col_hi = np.concatenate([HI[:, S].ravel(), np.repeat(aux, m)])
     lazy = LazyLP(c, np.zeros(N * m), col_hi, separate, A=sp.vstack(blocks, format="csr"),
                   method="ipm" if ipm else "simplex",
-                  options={"run_crossover": "off"} if barrier else None,
+                  options={"run_crossover": "off"} if barrier else None, final_crossover=barrier,
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))
     left = None if deadline is None else max(1e-3, deadline - time.perf_counter())

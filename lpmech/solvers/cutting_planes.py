@@ -58,11 +58,15 @@ class LazyLP:
         A, row_lo, row_hi: optional rows to start with (scipy-sparse).
         method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold).
         options, verbose: passed to HiGHS.
+        final_crossover: for ``"ipm"`` without crossover: once the oracle finds no row, solve once
+            more with crossover (a vertex, and multipliers exact to the simplex tolerances: an
+            interior point's are feasible only to ~1e-8 each, and a Lagrangian bound summed over
+            many of them lags), then separate again.
     """
 
     def __init__(self, c, col_lo, col_hi, separate: Separation, *, A=None, row_lo=None,
                  row_hi=None, method: str = "simplex", options: dict | None = None,
-                 verbose: bool = False):
+                 verbose: bool = False, final_crossover: bool = False):
         self.c = np.asarray(c, float)
         n = self.c.size
         self.col_lo = np.asarray(col_lo, float)
@@ -70,6 +74,7 @@ class LazyLP:
         if self.col_lo.shape != (n,) or self.col_hi.shape != (n,):
             raise InputError("LazyLP: c, col_lo and col_hi must have the same length")
         self.separate = separate
+        self.final_crossover = bool(final_crossover)
         self.h = new_highs(method, options=options, verbose=verbose)
         self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
         self.h.changeColsCost(n, np.arange(n, dtype=np.int32), self.c)
@@ -123,6 +128,7 @@ class LazyLP:
         t0 = time.perf_counter()
         trace: list[dict] = []
         polished = False
+        crossed = not self.final_crossover
         for rnd in range(1, max_rounds + 1):
             if time_limit is not None:
                 left = time_limit - (time.perf_counter() - t0)
@@ -151,6 +157,11 @@ class LazyLP:
             trace.append({"round": rnd, "rows": self.n_rows, "added": added,
                           "objective": float(self.h.getInfo().objective_function_value),
                           "solve_s": solve_s, "separate_s": sep_s})
+            if added == 0 and not crossed:  # once: the same LP again, ending at a vertex
+                self.h.setOptionValue("run_crossover", "on")
+                self.h.clearSolver()
+                crossed = True
+                continue
             if added == 0:
                 duals = np.array(sol.row_dual)
                 bound = self.bound(duals)
