@@ -66,8 +66,10 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
         max_rounds: cap on the rounds (status ``iteration_limit``); time_limit: seconds.
         lp: how the restricted LP is solved after each batch of lazy rows: ``"simplex"``
             (interior point with crossover first, then warm dual simplex) or ``"ipm"`` (interior
-            point without crossover every time: faster where the rows make the LP very degenerate,
-            as the d-privacy rows of LE's LP (8) do; measured in ``benchmarks/le_gap_real.py``).
+            point without crossover every time, one crossover at the end for exact multipliers:
+            steadier where the rows make the LP very degenerate, as the d-privacy rows of LE's
+            LP (8) do, on which dual simplex stalled at ε = 2; slower on LIP rows; measured in
+            ``benchmarks/le_gap_real.py``).
             The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
             of the multipliers and the engine certifies (and repairs) the point.
     """

@@ -438,7 +438,7 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     columns = () if warm is None else [(k, warm.matrix[:, k] / warm.matrix[k, k])
                                        for k in range(inst.K) if warm.matrix[k, k] > 0]
     # output generation's restricted LP by interior point: the d-privacy rows make it degenerate
-    # enough that warm dual simplex stalls (Gowalla 12×12, ε = 2: over 10 minutes against 4.9 min)
+    # enough that warm dual simplex stalls (Gowalla 12×12, ε = 2: over 10 minutes against 234 s)
     extra = {"lp": "ipm"} if method == "outputs" else {}
     res = design_solve(notion, C, method=method, time_limit=time_limit, workers=workers,
                        columns=columns if method == "decomposition" else (), name="LP(8)",
