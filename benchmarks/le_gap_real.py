@@ -15,8 +15,10 @@ fails, and this script measures by how much LE misses the optimum:
 * the LP-dual test min(E⁻¹w) is printed beside it;
 * baseline in the same process: output generation with its restricted LP by warm dual simplex
   (``lp="simplex"``, the previous path) against interior point without crossover (``lp="ipm"``,
-  the default here: the d-privacy rows make that LP very degenerate) at ``--baseline-size`` for
-  the first ε; the ratio of times and the objectives' difference are printed.
+  the default here: the d-privacy rows make that LP very degenerate, and dual simplex stalled on
+  it at ε = 2) at ``--baseline-size`` for each ``--baseline-eps`` (default: the first ε), under
+  ``--time-limit``; the ratio of times (a lower bound where simplex stopped, marked ``+``) and
+  the objectives' difference are printed.
 
 Data: each user's earliest check-in inside the NYC box (``lpmech.datasets.read_checkins``,
 ``first_per_user=True``), gridded W×W (distances in cells, Euclidean). Writes

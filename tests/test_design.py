@@ -29,7 +29,7 @@ from lpmech.design import (
     solve,
     truth_floor,
 )
-from lpmech.design.engine import certify_matrix
+from lpmech.design.engine import certify_matrix, choose_method
 from lpmech.errors import CertificationError, InfeasibleError, InputError
 from lpmech.mechanism import realized_epsilon
 from lpmech.models import le, lip, omg
@@ -37,9 +37,10 @@ from lpmech.models import le, lip, omg
 # ------------------------------------------------------------------ independent reference LP
 
 
-def ref_lp(C, column_rows, *, zeros=None, extra=()):
+def ref_lp(C, column_rows, *, zeros=None, extra=(), options=None):
     """min Σ C z over K×n row-stochastic Z with ``column_rows`` (dense r×K, rows a·z_k ≤ 0) on every
-    output, forced zeros (K×n bool) and extra rows (A, lo, hi): scipy linprog (HiGHS), all dense."""
+    output, forced zeros (K×n bool) and extra rows (A, lo, hi): scipy linprog (HiGHS, ``options``),
+    all dense."""
     K, n = C.shape
     A_ub = [np.kron(column_rows, np.eye(n))] if column_rows.size else []
     b_ub = [np.zeros(column_rows.shape[0] * n)] if column_rows.size else []
@@ -54,7 +55,7 @@ def ref_lp(C, column_rows, *, zeros=None, extra=()):
     bounds = [(0, 0 if zeros is not None and zeros[i, k] else 1) for i in range(K) for k in range(n)]
     r = linprog(C.ravel(), A_ub=np.vstack(A_ub) if A_ub else None,
                 b_ub=np.concatenate(b_ub) if b_ub else None, A_eq=A_eq, b_eq=np.ones(K),
-                bounds=bounds, method="highs")
+                bounds=bounds, method="highs", options=options)
     return r
 
 
@@ -386,22 +387,14 @@ def test_output_generation_equals_full(which, lp):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_output_generation_interior_point_equals_full_lp_across_eps(eps, seed):
     """The restricted LP by interior point without crossover (no vertex) still ends at the LP (8)
-    optimum of an independent solve (scipy's HiGHS on every d-privacy row), across ε and priors."""
+    optimum of an independent solve (:func:`ref_lp` on every d-privacy row), across ε and priors."""
     rng = np.random.default_rng(seed)
     inst = li.grid(4, 4, 1.0, unit="cell")
     w = rng.dirichlet(np.ones(16) * 0.3)
     C = w[:, None] * le.range_loss(inst.metric)
     out = solve(DPrivacy(inst.metric, eps, n_near=0), C, method="outputs", workers=1, lp="ipm")
-    K = inst.K
-    F = np.exp(-eps * inst.metric)
-    i, j = np.nonzero(~np.eye(K, dtype=bool))
-    rows = [sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
-                           (np.tile(np.arange(i.size), 2), np.concatenate([i * K + k, j * K + k]))),
-                          shape=(i.size, K * K)) for k in range(K)]
-    ref = linprog(C.ravel(), A_ub=sp.vstack(rows), b_ub=np.zeros(i.size * K),
-                  A_eq=sp.kron(sp.identity(K), np.ones((1, K))), b_eq=np.ones(K), bounds=(0, 1),
-                  method="highs", options={"primal_feasibility_tolerance": 1e-10,
-                                           "dual_feasibility_tolerance": 1e-10})
+    ref = ref_lp(C, dprivacy_rows(inst.metric, eps),
+                 options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     # (at the default 1e-7 the reference itself sits 3e-6 below the optimum at ε = 6: rows with
     # factors e^{−6 d} violated by its tolerance)
     assert out.objective == pytest.approx(ref.fun, rel=1e-6, abs=1e-9)
@@ -536,7 +529,5 @@ def test_auto_solves_lip_compositions_by_output_generation():
     assert auto.stats["outputs_used"] < inst.K / 2
     assert lip.lip_epsilon(auto.mechanism.matrix, inst.prior) <= 1.0 * (1 + 1e-6)
     assert realized_epsilon(auto.mechanism.matrix, inst.metric) <= 1.0 * (1 + 1e-6)
-    from lpmech.design.engine import choose_method
-
     loose = Problem.make(DPrivacy(inst, 1.0) & LIP(inst.prior, 2.0), prior=inst.prior, loss=inst.loss)
     assert choose_method(loose) == "decomposition"

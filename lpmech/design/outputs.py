@@ -203,7 +203,7 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True
         hi.append(np.zeros(P.shape[0]))
 
     def separate(x):
-        if first[0] and lp == "simplex":  # interior point (with crossover) first, then warm dual simplex
+        if first[0]:  # interior point (with crossover) first, then warm dual simplex
             first[0] = False
             lazy.h.setOptionValue("solver", "simplex")
         V = x.reshape(N, m)
@@ -218,8 +218,8 @@ def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True
         P = sp.vstack(new, format="csr")
         return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
 
-    first = [ipm]
-    barrier = ipm and lp == "ipm"
+    barrier = ipm and lp == "ipm"  # interior point without crossover throughout
+    first = [ipm and not barrier]
     col_hi = np.concatenate([HI[:, S].ravel(), np.repeat(aux, m)])
     lazy = LazyLP(c, np.zeros(N * m), col_hi, separate, A=sp.vstack(blocks, format="csr"),
                   method="ipm" if ipm else "simplex",
