@@ -356,3 +356,42 @@ def test_a_time_left_counts_from_now_not_from_the_model_s_first_run():
     set_time_left(m.h, 0.0)
     m.h.run()
     assert m.h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+
+
+@pytest.mark.parametrize("eps", [1.0, 4.5])
+def test_trace_in_cost_units_and_absolute_floor(eps):
+    """Every phase-2 line of the trace is in the caller's cost units (the last upper is the LP
+    optimum by scipy), and the absolute floor stops the first round whose gap is under it, also
+    after the internal rescale of a small optimum (tents as starting columns, whose master value
+    at ε = 4.5 is far below the largest cost)."""
+    inst = li.grid(4, 4).with_prior(np.random.default_rng(5).dirichlet(np.ones(16)))
+    C = 1e3 * inst.prior[:, None] * inst.loss  # an arbitrary cost unit
+    notion = GeoInd(omg.factor_matrix(inst, eps))
+    ref = _geoind_reference(inst, eps, C)
+    abs_tol = 3e-5 * ref
+    tents = [(k, np.exp(-eps * inst.metric[:, k])) for k in range(16)]  # a small first upper
+    res = decompose(notion, C, columns=tents, tol=1e-15, abs_tol=abs_tol, stall_gap=1e9)
+    assert res.status == "optimal" and res.stats["stop"] == "gap"
+    phase2 = [t for t in res.stats["trace"] if t["phase"] == 2]
+    best = np.maximum.accumulate([t["lower"] for t in phase2])
+    gaps = np.array([t["upper"] for t in phase2]) - best
+    assert phase2[-1]["upper"] == pytest.approx(res.optimality.objective, rel=1e-12)
+    assert ref - 1e-9 * ref <= phase2[-1]["upper"] <= ref + abs_tol
+    assert best[-1] <= ref * (1 + 1e-9)
+    assert gaps[-1] <= abs_tol and (gaps[:-1] > abs_tol).all()
+
+
+def _geoind_reference(inst, eps, C):
+    """The Geo-Ind LP over every ordered pair (z_ik ≤ e^{ε d_ij} z_jk), by scipy: its optimum."""
+    K = inst.K
+    i, j = np.nonzero(~np.eye(K, dtype=bool))
+    rows = sp.csr_matrix((np.concatenate([np.ones(i.size), -np.exp(eps * inst.metric[i, j])]),
+                          (np.tile(np.arange(i.size), 2), np.concatenate([i, j]))), shape=(i.size, K))
+    blocks = [rows @ sp.csr_matrix((np.ones(K), (np.arange(K), np.arange(K) * K + k)),
+                                   shape=(K, K * K)) for k in range(K)]
+    ref = linprog(C.ravel(), A_ub=sp.vstack(blocks), b_ub=np.zeros(i.size * K),
+                  A_eq=sp.kron(sp.eye(K), np.ones((1, K))), b_eq=np.ones(K), bounds=(0, 1),
+                  method="highs", options={"primal_feasibility_tolerance": 1e-10,
+                                           "dual_feasibility_tolerance": 1e-10})
+    assert ref.status == 0
+    return float(ref.fun)

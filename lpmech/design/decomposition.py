@@ -973,6 +973,7 @@ def _rounds(st, master, K, dual_start, cscale) -> str:
             f = max(upper, 1e-6)
             master.rescale(f)
             st.cscale *= f
+            st.abs_floor /= f  # the same absolute floor in the rescaled costs' units
         st.reset()
         if dual_start is not None:
             st.price_at(np.asarray(dual_start, float) / st.cscale)
@@ -990,6 +991,7 @@ class _State:
         self.purge_after, self.max_rounds, self.deadline, self.prog = (purge_after, max_rounds,
                                                                        deadline, prog)
         self.trace: list[dict] = []
+        self.cscale = 1.0  # costs = cscale × the master's costs (set by _rounds)
         self.phase1_rounds = 0
         self.pricing_s = 0.0
         self.n_priced = 0
@@ -1096,12 +1098,13 @@ class _State:
             gap_abs = upper - self.best_lower
             gap = gap_abs / max(abs(upper), 1e-12)
             elapsed = self.prog.elapsed
-            self.trace.append({"round": rnd, "phase": phase, "upper": upper, "lower": lower,
+            cs = self.cscale if phase == 2 else 1.0  # phase 2 in the caller's cost units
+            self.trace.append({"round": rnd, "phase": phase, "upper": upper * cs, "lower": lower * cs,
                                "gap": gap, "added": added, "priced": 0 if priced is None else len(priced),
                                "smoothed": smoothed, "columns": len(m.ks),
                                "master_s": m.run_s, "time_s": elapsed})
-            self.prog.update(phase=phase, lower=self.best_lower, upper=upper, gap=gap, priced=len(todo),
-                             added=added)
+            self.prog.update(phase=phase, lower=self.best_lower * cs, upper=upper * cs, gap=gap,
+                             priced=len(todo), added=added)
             if priced is None or (self.deadline is not None and time.perf_counter() > self.deadline):
                 return "time_limit"
             if phase == 1 and self.best_lower > 1e-9:
