@@ -51,9 +51,10 @@ def register(sub, common) -> None:
                         "instead, at any size (without --lp: an infeasible LE is exit 3, and a "
                         f"prior LE is not optimal for is solved by the LP up to m = {MAX_LP_CELLS}, "
                         "beyond that LE is reported with status feasible and a valid bound, exit 4)")
-    p.add_argument("--lp-method", choices=["auto", "full", "outputs", "decomposition"], default="auto",
-                   help="how the design engine solves the LP (8): auto (the full LP up to 64 cells, "
-                        "else output generation), full, outputs or decomposition")
+    p.add_argument("--lp-method", choices=["auto", "full", "support", "outputs", "decomposition"],
+                   default="auto",
+                   help="how the LP (8) is solved: auto (the full LP up to 64 cells, else support "
+                        "generation), full, support, outputs or decomposition")
     p.add_argument("--estimate", metavar="FILE",
                    help="reported counts (one per location, .npy or one-column CSV): estimate the "
                         "true counts with the inversion estimator (15)")

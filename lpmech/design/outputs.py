@@ -37,7 +37,7 @@ from .notion import aux_upper, start_rows
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LP_METHODS", "solve_outputs"]
+__all__ = ["LP_METHODS", "restricted_lp", "solve_outputs"]
 
 #: how :func:`solve_outputs` solves its restricted LP (``lp``)
 LP_METHODS = ("simplex", "ipm")
@@ -105,11 +105,11 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 if k not in rows:
                     rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
-            out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, lp=lp)
+            out, lazy = restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, lp=lp)
             if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
                 prog.note("restricted LP ended %s after interior point; retrying with dual simplex",
                           out.status)  # HiGHS' IPM can stop early (iteration cap) on these LPs
-                out, lazy = _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm=False)
+                out, lazy = restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm=False)
             if out.status != "optimal":
                 status = out.status
                 if status == "infeasible" and len(S) < n:
@@ -173,7 +173,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     return res
 
 
-def _restricted(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
+def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
                 lp: str = "simplex"):
     """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle
     (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout).

@@ -58,8 +58,10 @@ log = logging.getLogger(__name__)
 _MAX_EXPONENT = 700.0  # ε·d beyond this underflows e^{−ε d} (dense path refuses it)
 P_TOL = 1e-12  # p_kk ≥ −P_TOL counts as non-negative (round-off of the solve)
 LAMBDA_TOL = 1e-10  # λ = E⁻¹w ≥ −LAMBDA_TOL·max|λ| passes the LP-dual test
-#: methods of the design engine for the LP (8); "auto": the full LP up to FULL_LP_MAX cells
-LP_METHODS = ("auto", "full", "outputs", "decomposition")
+#: methods for the LP (8): the design engine's (full, outputs, decomposition) and support
+#: generation (:mod:`lpmech.models.le.le_support`); "auto": the full LP up to FULL_LP_MAX cells,
+#: else support generation
+LP_METHODS = ("auto", "full", "support", "outputs", "decomposition")
 FULL_LP_MAX = 64
 
 
@@ -434,7 +436,15 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     notion, C = lp_problem(instance, eps)
     method = lp_method
     if method == "auto":
-        method = "full" if inst.K <= FULL_LP_MAX else "outputs"
+        method = "full" if inst.K <= FULL_LP_MAX else "support"
+    if method == "support":
+        from ...design.problem import Problem, certified_result
+        from .le_support import solve_support
+
+        res = solve_support(inst, eps, time_limit=time_limit, verbose=verbose)
+        res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
+        res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
+        return res
     columns = () if warm is None else [(k, warm.matrix[:, k] / warm.matrix[k, k])
                                        for k in range(inst.K) if warm.matrix[k, k] > 0]
     # output generation's restricted LP by interior point: the d-privacy rows make it degenerate

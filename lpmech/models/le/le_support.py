@@ -1,0 +1,289 @@
+"""LP (8)+(12) at scale by support generation: a small core LP, exact pricing, a greedy extension.
+
+LP (8) with the co-location loss (12) is max Σ_k w_k z_kk over mechanisms whose columns are
+d-private (z_ik ≤ e^{ε d_ij} z_jk) and whose rows sum to 1; its cost form 1 − Σ_k w_k z_kk (for
+Σ w = 1) is what :func:`lpmech.models.le.solve` reports. On real data its optimum has a sparse dual
+(Gowalla 12×12, ε = 1: 17 of the 144 row multipliers are non-zero) and uses few outputs, so this
+path solves it on a small set T of points and a set A ⊆ T of outputs:
+
+1. **Core.** LP (8) on the points T, outputs A: columns d-private on T, rows of T summing to 1
+   (:func:`lpmech.design.outputs.restricted_lp`, d-privacy rows added lazily). Its objective is
+   reached by the full mechanism of step 3, since the gain Σ w_k z_kk only reads entries on T.
+2. **Bound.** With λ the core's row multipliers (0 outside T), for every mechanism z,
+   Σ_k w_k z_kk = Σ_i λ_i + Σ_k (w_k z_kk − λ·z_·k) ≤ Σ_i λ_i + Σ_k V_k,
+   V_k = max {w_k v_k − λ·v : v d-private, 0 ≤ v ≤ 1}. Only T ∪ {k} enter V_k: a log-Lipschitz
+   function on a subset of a metric space extends to the whole space (McShane), within [0, 1].
+   V_k is computed by an LP on T ∪ {k}, bounded from its own multipliers (valid whatever the
+   solver's tolerance); V_k ≤ V_j + max(0, w_k e^{ε d_jk} − w_j) (as v_k ≤ e^{ε d_jk} v_j) and
+   V_k ≤ w_k + V_0 skip most of the LPs. An output with V_k > 0 joins A (and T).
+3. **Extension.** Each core column is extended to all points, one point at a time, most
+   constrained first: a point's entries lie between the largest value its fixed neighbours force
+   (max_s z_s e^{−ε d_sj}) and the smallest they allow (min(1, min_s z_s e^{ε d_sj})), and are
+   placed at the same fraction of those intervals so that the row sums to 1. A point where the
+   intervals cannot meet 1 joins T (its row multiplier may be needed).
+
+The loop ends when the extension succeeds and no output prices out; the result is then a full
+mechanism with the core's objective and a Lagrangian bound (the engine certifies the matrix on all
+pairs). Only LP (8) at r = 0 has this form: another loss reads entries outside T.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+from ...certificate import OptimalityCertificate
+from ...design.notion import start_rows
+from ...design.notions import DPrivacy
+from ...design.outputs import restricted_lp
+from ...errors import InputError
+from ...progress import Progress
+from ...solvers.highs import _STATUS
+from ...solvers.result import Result, check_time_limit
+
+log = logging.getLogger(__name__)
+
+__all__ = ["extend_columns", "solve_support"]
+
+#: rows of the d-privacy start of each core column: pairs with each point's nearest neighbours in T
+CORE_NEAR = 2
+
+
+def _pairs_lp(F: np.ndarray) -> tuple[highspy.Highs, sp.csr_matrix]:
+    """A HiGHS model over v ∈ [0, 1]^s with every row F_ij v_i − v_j ≤ 0 (F_ij > 0, i ≠ j)."""
+    s = F.shape[0]
+    i, j = np.nonzero(F > 0)
+    keep = i != j
+    i, j = i[keep], j[keep]
+    r = np.arange(i.size)
+    A = sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
+                       (np.concatenate([r, r]), np.concatenate([i, j]))), shape=(i.size, s))
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.addVars(s, np.zeros(s), np.ones(s))
+    csr = A.tocsr()
+    h.addRows(A.shape[0], np.full(A.shape[0], -np.inf), np.zeros(A.shape[0]), csr.nnz,
+              csr.indptr[:-1].astype(np.int32), csr.indices.astype(np.int32), csr.data)
+    return h, csr
+
+
+def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray) -> float:
+    """A valid upper bound of max g·v over the model's polytope, from the LP's multipliers:
+    with y ≤ 0 on the rows Av ≤ 0, −g·v ≥ (−g − Aᵀy)·v ≥ Σ min(0, ·) for v ∈ [0, 1]."""
+    h.changeColsCost(g.size, np.arange(g.size, dtype=np.int32), -g)
+    h.run()
+    if _STATUS.get(h.getModelStatus(), "error") != "optimal":
+        h.clearSolver()
+        h.run()
+    y = np.minimum(np.asarray(h.getSolution().row_dual), 0.0)
+    rc = -g - A.T @ y
+    return float(-np.minimum(rc, 0.0).sum())
+
+
+def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Core columns made d-private on T to round-off: clipped, raised to the smallest values the
+    ratios allow (z'_jk = max_i F_ij z_ik), rows renormalised (twice)."""
+    Z = np.maximum(Z, 0.0)
+    for _ in range(2):
+        Z = np.max(F[:, :, None] * Z[:, None, :], axis=0)
+        Z = Z / Z.sum(axis=1, keepdims=True)
+    return Z
+
+
+def extend_columns(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, max_fail: int = 8):
+    """Extend columns given on the points T (rows summing to 1) to all m points, greedily.
+
+    ``E[i, j] = e^{−ε d_ij}`` (m×m, 1 on the diagonal). Each point, the one with the least room
+    first, gets z_j = lo + θ (hi − lo) with one θ for the row (so it sums to 1), lo/hi the tightest
+    bounds its fixed neighbours impose. Returns ``(Z, fails)``: the m×|A| columns (rows of failed
+    points left 0) and up to ``max_fail`` points whose intervals could not reach 1.
+    """
+    m, a = E.shape[0], ZT.shape[1]
+    ET = E[T]
+    lo, hi = np.empty((m, a)), np.empty((m, a))
+    with np.errstate(divide="ignore"):
+        for b in range(a):
+            lo[:, b] = (ZT[:, b, None] * ET).max(axis=0)
+            hi[:, b] = np.minimum(1.0, (ZT[:, b, None] / ET).min(axis=0))
+    Z = np.zeros((m, a))
+    Z[T] = ZT
+    rest = np.setdiff1d(np.arange(m), T)
+    fails: list[int] = []
+    while rest.size:
+        sl, sh = lo[rest].sum(axis=1), hi[rest].sum(axis=1)
+        room = np.minimum(1.0 - sl, sh - 1.0)
+        q = int(np.argmin(room))
+        j = int(rest[q])
+        rest = np.delete(rest, q)
+        if room[q] < -1e-12:
+            fails.append(j)
+            if len(fails) >= max_fail:
+                break
+            continue
+        theta = (1.0 - sl[q]) / max(sh[q] - sl[q], 1e-300)
+        z = lo[j] + min(max(theta, 0.0), 1.0) * (hi[j] - lo[j])
+        Z[j] = z
+        lo = np.maximum(lo, z[None, :] * E[j][:, None])
+        with np.errstate(divide="ignore"):
+            hi = np.minimum(hi, z[None, :] / E[j][:, None])
+    return Z, fails
+
+
+class _Pairs:
+    """The d-privacy rows found so far, per output, as global point pairs (i, j): kept across
+    changes of T, so each core LP starts from them."""
+
+    def __init__(self):
+        self.by_output: dict[int, set] = {}
+
+    def local(self, k: int, T: np.ndarray, F: np.ndarray, pos: dict) -> sp.csr_matrix:
+        got = [(pos[i], pos[j]) for i, j in self.by_output.get(k, ()) if i in pos and j in pos]
+        got = [(i, j) for i, j in got if F[i, j] > 0]  # rows the notion keeps (not implied)
+        t = T.size
+        if not got:
+            return sp.csr_matrix((0, t))
+        i, j = (np.array(x, np.int64) for x in zip(*got))
+        r = np.arange(i.size)
+        return sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
+                              (np.concatenate([r, r]), np.concatenate([i, j]))), shape=(i.size, t))
+
+    def keep(self, k: int, T: np.ndarray, R: sp.csr_matrix) -> None:
+        coo = R.tocoo()
+        i0 = np.empty(R.shape[0], np.int64)
+        j0 = np.empty(R.shape[0], np.int64)
+        pos, neg = coo.data > 0, coo.data < 0
+        i0[coo.row[pos]], j0[coo.row[neg]] = coo.col[pos], coo.col[neg]
+        self.by_output.setdefault(k, set()).update(zip(T[i0].tolist(), T[j0].tolist()))
+
+
+def _core(D, eps, w, T, A, pairs: _Pairs, deadline):
+    """LP (8) on the points T with outputs A (gain form): (status, Z on T×A, λ on T, gain)."""
+    DT = D[np.ix_(T, T)]
+    notion = DPrivacy(DT, eps, n_near=CORE_NEAR)
+    pos = {int(p): s for s, p in enumerate(T)}
+    S = [pos[int(k)] for k in A]
+    scale = float(w[A].max()) or 1.0
+    Cs = np.zeros((T.size, T.size))
+    Cs[S, S] = -w[A] / scale
+    rows, oracles = {}, {}
+    for k, s in zip(A, S):
+        rows[s] = sp.vstack([start_rows(notion, s), pairs.local(int(k), T, notion.F, pos)],
+                            format="csr")
+        oracles[s] = notion.separator(s, rows[s])
+    out, _ = restricted_lp(Cs, np.ones_like(Cs), [], sorted(S), rows, oracles, deadline,
+                           np.zeros(0), lp="ipm")
+    if out.status != "optimal":
+        return out.status, None, None, None
+    for k, s in zip(A, S):
+        pairs.keep(int(k), T, rows[s])
+    order = np.argsort(S)  # restricted_lp's variables follow sorted(S)
+    Z = np.empty((T.size, len(S)))
+    Z[:, order] = out.x[:T.size * len(S)].reshape(T.size, len(S))
+    lam = -np.asarray(out.duals[:T.size]) * scale
+    return "optimal", Z, lam, -float(out.objective) * scale
+
+
+def _price(E, w, T, lam, thr):
+    """Upper bounds of every output's price V_k (module docstring, step 2) and which were solved."""
+    m = w.size
+    inT = np.zeros(m, bool)
+    inT[T] = True
+    h, A = _pairs_lp(E[np.ix_(T, T)])
+    V0 = _max_value(h, A, -lam)
+    exact = np.full(m, np.nan)
+    for s, k in enumerate(T):
+        g = -lam.copy()
+        g[s] += w[k]
+        exact[k] = _max_value(h, A, g)
+    with np.errstate(divide="ignore"):
+        Einv = 1.0 / E  # e^{ε d} (inf past underflow: no bound from there)
+    bound = np.minimum(w + max(V0, 0.0),
+                       (exact[T, None] + np.maximum(0.0, w[None, :] * Einv[T] - w[T, None])).min(axis=0))
+    for k in np.argsort(-w, kind="stable"):
+        if inT[k] or bound[k] <= thr:
+            continue
+        P = np.append(T, k)
+        hk, Ak = _pairs_lp(E[np.ix_(P, P)])
+        exact[k] = _max_value(hk, Ak, np.append(-lam, w[k]))
+        bound = np.minimum(bound, exact[k] + np.maximum(0.0, w * Einv[k] - w[k]))
+    values = np.where(np.isnan(exact), bound, np.minimum(exact, bound))
+    return np.maximum(values, 0.0), exact
+
+
+def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
+                  add_per_round: int = 8, max_rounds: int = 500, time_limit: float | None = None,
+                  verbose: bool = False) -> Result:
+    """LP (8)+(12) for the instance's prior by support generation (module docstring).
+
+    Args:
+        instance: points (metric) and weights (the prior) of LP (8).
+        tol: stop when the bound is within tol·|cost| of the mechanism.
+        start: the first points T (default: the ⌈√m⌉ heaviest cells).
+        add_per_round: at most this many points join T per round from the extension, and this
+            many outputs from the pricing (largest price first).
+        max_rounds: cap (status ``iteration_limit``); time_limit: seconds (``time_limit``).
+
+    Returns an uncertified :class:`Result`: ``x`` the m×m matrix (raveled), the cost
+    1 − Σ w_k z_kk (Σ w in place of 1) and its Lagrangian bound; ``stats`` has ``rounds``,
+    ``points`` (|T|), ``outputs`` (|A|), ``priced_exactly`` and a per-round ``trace``.
+    """
+    t0 = time.perf_counter()
+    time_limit = check_time_limit(time_limit)
+    deadline = None if time_limit is None else t0 + time_limit
+    D = np.asarray(instance.metric, float)
+    w = np.asarray(instance.prior, float)
+    m = w.size
+    E = np.exp(-float(epsilon) * D)
+    W = float(w.sum())
+    if start is None:
+        start = np.argsort(-w, kind="stable")[:max(2, math.ceil(math.sqrt(m)))]
+    T = np.unique(np.asarray(start, dtype=np.int64))
+    if T.size == 0 or T.min() < 0 or T.max() >= m:
+        raise InputError(f"start points must be indices in [0, {m})")
+    A = T.copy()
+    pairs = _Pairs()
+    trace: list[dict] = []
+    status, Z, gain, upper = "iteration_limit", None, -math.inf, math.inf
+    prog = Progress(f"LP(8) support generation m={m}", verbose=verbose, unit="round", logger=log)
+    try:
+        for rnd in range(1, int(max_rounds) + 1):
+            status, ZT, lam, gain = _core(D, epsilon, w, T, A, pairs, deadline)
+            if status != "optimal":
+                break
+            thr = 0.1 * tol * max(W - gain, 1e-12) / m
+            values, exact = _price(E, w, T, lam, thr)
+            upper = min(upper, float(lam.sum() + values.sum()))
+            new = [int(k) for k in np.argsort(-values, kind="stable")
+                   if values[k] > thr and not np.isin(k, A)][:add_per_round]
+            Zx, fails = extend_columns(E, T, _clean(E[np.ix_(T, T)], ZT), add_per_round)
+            gap = (upper - gain) / max(W - gain, 1e-12)
+            trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
+                          "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
+                          "extension_fails": len(fails), "priced_exactly": int((~np.isnan(exact)).sum()),
+                          "time_s": time.perf_counter() - t0})
+            prog.update(points=T.size, outputs=A.size, cost=W - gain, bound=W - upper, gap=gap,
+                        fails=len(fails), new=len(new))
+            if not fails and (not new or gap <= tol):
+                Z = np.zeros((m, m))
+                Z[:, A] = Zx
+                status = "optimal"
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                status = "time_limit"
+                break
+            T = np.union1d(T, np.array(new + fails, dtype=np.int64))
+            A = np.union1d(A, np.array(new, dtype=np.int64))
+            status = "iteration_limit"
+    finally:
+        prog.close()
+    stats = {"solver": "highs", "method": "support", "rounds": len(trace), "points": int(T.size),
+             "outputs": int(A.size), "trace": trace, "time_s": time.perf_counter() - t0}
+    res = Result(status=status, stats=stats, x=None if Z is None else Z.ravel())
+    if status == "optimal":
+        res.optimality = OptimalityCertificate.from_values(W - gain, W - upper)
+    return res
