@@ -5,26 +5,27 @@ weighted objective when the LP-dual test E⁻¹w ≥ 0 passes). With real check-
 fails, and this script measures by how much LE misses the optimum:
 
 * the LP (8) with the weighted co-location loss 1[d_ik > 0] (objective 1 − Σ_k w_k z_kk) is solved
-  through the design engine (``lpmech.design.solve``, d-privacy notion, ``--method outputs``:
-  output generation, the optimum uses few outputs; ``decomposition``: Dantzig–Wolfe by column);
-  the result is certified (realised ε, Lagrangian bound, gap);
+  exactly and certified (realised ε, Lagrangian bound, gap);
 * a certified lower bound that needs no LP over mechanisms (``relaxation_bound``: multipliers
   μ ≥ 0 with E μ ≥ w), so LE's gap is bracketed even where the solve does not finish;
 * LE's objective 1 − w·p (p = E⁻¹1) is compared with it: ``le_gap = LE − OPT`` lies between
   LE − (LP objective) and LE − (LP bound), both printed;
 * the LP-dual test min(E⁻¹w) is printed beside it;
-* baseline in the same process: output generation with its restricted LP by warm dual simplex
-  (``lp="simplex"``, the previous path) against interior point without crossover (``lp="ipm"``,
-  the default here: the d-privacy rows make that LP very degenerate, and dual simplex stalled on
-  it at ε = 2) at ``--baseline-size`` for each ``--baseline-eps`` (default: the first ε), under
-  ``--time-limit``; the ratio of times (a lower bound where simplex stopped, marked ``+``) and
-  the objectives' difference are printed.
+* the exact LP by support generation (``--method support``, the default:
+  ``lpmech.models.le.le_support``, a core LP on a growing set of points, exact pricing and a
+  greedy extension to all points) or an engine path (``outputs``: output generation, its
+  restricted LP by ``--lp``);
+* baseline in the same process: support generation against output generation with its
+  restricted LP by ``--lp`` (interior point by default, the previous path) at ``--baseline-size``
+  for each ``--baseline-eps`` (default: the first ε), under ``--time-limit``; the ratio of times
+  (a lower bound where output generation stopped, marked ``+``) and the objectives' difference
+  are printed.
 
 Data: each user's earliest check-in inside the NYC box (``lpmech.datasets.read_checkins``,
 ``first_per_user=True``), gridded W×W (distances in cells, Euclidean). Writes
 ``benchmarks/results/le_gap_real.csv`` and ``.png``.
 
-    python benchmarks/le_gap_real.py [--size 32] [--eps 0.7 1 2 4] [--time-limit 600] [--lp ipm]
+    python benchmarks/le_gap_real.py [--size 32] [--eps 0.7 1 2 4] [--time-limit 600] [--method support]
 """
 
 from __future__ import annotations
@@ -161,6 +162,29 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", sta
         row["le_gap_high"] = le_obj - bound  # certified: OPT ≥ the relaxation bound
     if method == "none":
         return row
+    if method == "support":
+        try:
+            res = le.solve(inst, eps, path="lp", lp_method="support", time_limit=time_limit,
+                           verbose=verbose)
+        except LpmechError as exc:
+            row.update(status=type(exc).__name__, time_s=time.perf_counter() - t0,
+                       error=str(exc)[:200])
+            got = getattr(exc, "result", None)
+            sb = None if got is None else got.stats.get("bound")
+            if sb is not None:  # the last round's Lagrangian bound: valid at any stop
+                row["support_bound"] = sb
+                if feasible:
+                    row["le_gap_high"] = le_obj - max(bound, sb)
+            return row
+        row.update(status=res.status, opt_objective=res.objective, opt_bound=res.bound,
+                   opt_gap=res.gap, realized_eps=res.certificate.realized_epsilon,
+                   time_s=time.perf_counter() - t0, rounds=res.stats.get("rounds"),
+                   points=res.stats.get("points"), outputs=res.stats.get("outputs"),
+                   outputs_used=int((res.mechanism.matrix.sum(axis=0) > 0).sum()))
+        if feasible:
+            row.update(le_gap_low=le_obj - res.objective, le_gap_high=le_obj - res.bound,
+                       le_gap_rel=(le_obj - res.objective) / res.objective)
+        return row
     opts = {}
     if method == "outputs":
         heavy = np.argsort(-w, kind="stable")[:math.ceil(math.sqrt(inst.K))]
@@ -196,27 +220,35 @@ def run(inst, eps: float, *, time_limit, workers, verbose, method="outputs", sta
     return row
 
 
-def baseline_ratio(inst, eps, workers, time_limit=None):
-    """Output generation as used here (restricted LP by interior point, ``lp="ipm"``) against the
-    previous path (warm dual simplex, ``lp="simplex"``), same process, same instance, same
-    starting outputs: objectives and times (a path stopped at ``time_limit`` counts as that
-    many seconds, a lower bound on its time, and is marked)."""
-    loss = le.range_loss(inst.metric, 0.0)
-    out = {}
-    for lp in ("ipm", "simplex"):
-        t0 = time.perf_counter()
-        try:
-            r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior, loss=loss,
-                      method="outputs", workers=workers, lp=lp, time_limit=time_limit)
-            out[lp] = (r.objective, time.perf_counter() - t0, "optimal")
-        except LpmechError as exc:
-            out[lp] = (math.nan, time.perf_counter() - t0, type(exc).__name__)
-    (a, ta, sa), (b, tb, sb) = out["ipm"], out["simplex"]
-    print(f"baseline m={inst.K} eps={eps:g}: ipm {a:.10f} in {ta:.1f}s ({sa}), simplex {b:.10f} in "
-          f"{tb:.1f}s ({sb}), ratio simplex/ipm = {tb / ta:.2f}{'+' if sb != 'optimal' else ''}, "
-          f"|diff| = {abs(a - b):.1e}")
-    return dict(m=inst.K, eps=eps, ipm_s=ta, ipm_status=sa, simplex_s=tb, simplex_status=sb,
-                ratio_simplex_ipm=tb / ta, objective_diff=abs(a - b))
+def _solve_timed(inst, eps, how, workers, time_limit):
+    """(objective, seconds, status) of one exact path: ``support`` (le.solve's support
+    generation) or ``outputs-ipm`` / ``outputs-simplex`` (output generation, restricted LP by
+    that method)."""
+    t0 = time.perf_counter()
+    try:
+        if how == "support":
+            r = le.solve(inst, eps, path="lp", lp_method="support", time_limit=time_limit)
+        else:
+            r = solve(DPrivacy(inst.metric, eps, n_near=8), prior=inst.prior,
+                      loss=le.range_loss(inst.metric, 0.0), method="outputs", workers=workers,
+                      lp=how.split("-")[1], time_limit=time_limit)
+        return r.objective, time.perf_counter() - t0, "optimal"
+    except LpmechError as exc:
+        return math.nan, time.perf_counter() - t0, type(exc).__name__
+
+
+def baseline_ratio(inst, eps, workers, time_limit=None, lp="ipm"):
+    """Support generation (``le.solve(..., lp_method="support")``, the default here) against the
+    previous path, output generation with its restricted LP by ``lp``, same process, same
+    instance: objectives and times (a path stopped at ``time_limit`` counts as that many seconds,
+    a lower bound on its time, and is marked)."""
+    (a, ta, sa) = _solve_timed(inst, eps, "support", workers, time_limit)
+    (b, tb, sb) = _solve_timed(inst, eps, f"outputs-{lp}", workers, time_limit)
+    print(f"baseline m={inst.K} eps={eps:g}: support {a:.10f} in {ta:.1f}s ({sa}), outputs-{lp} "
+          f"{b:.10f} in {tb:.1f}s ({sb}), ratio outputs/support = {tb / ta:.2f}"
+          f"{'+' if sb != 'optimal' else ''}, |diff| = {abs(a - b):.1e}")
+    return dict(m=inst.K, eps=eps, support_s=ta, support_status=sa, outputs_s=tb, outputs_status=sb,
+                outputs_lp=lp, ratio_outputs_support=tb / ta, objective_diff=abs(a - b))
 
 
 def plot(rows, path: Path):
@@ -262,11 +294,14 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, nargs="+", default=[0.7, 1.0, 2.0, 4.0])
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--method", default="outputs", choices=["outputs", "decomposition", "full", "none"],
-                    help="the engine's path for the exact LP; none: only LE, the tent-filler mechanism "
-                         "and the relaxation bound (the certified bracket of LE's gap)")
+    ap.add_argument("--method", default="support",
+                    choices=["support", "outputs", "decomposition", "full", "none"],
+                    help="the path for the exact LP: support generation (lpmech.models.le.le_support) "
+                         "or an engine path; none: only LE, the tent-filler mechanism and the "
+                         "relaxation bound (the certified bracket of LE's gap)")
     ap.add_argument("--lp", default="ipm", choices=["ipm", "simplex"],
-                    help="how output generation solves its restricted LP (lpmech.design.outputs)")
+                    help="how output generation solves its restricted LP (lpmech.design.outputs), "
+                         "for --method outputs and the baseline")
     ap.add_argument("--baseline-size", type=int, default=10, help="grid side of the baseline (0: none)")
     ap.add_argument("--baseline-eps", type=float, nargs="+", default=None,
                     help="ε of the baseline runs (default: the first --eps)")
@@ -280,7 +315,7 @@ def main(argv=None):
     OUT.mkdir(parents=True, exist_ok=True)
     if args.baseline_size:
         binst, _ = gowalla_instance(args.data, args.baseline_size)
-        base = [baseline_ratio(binst, e, args.workers, args.time_limit)
+        base = [baseline_ratio(binst, e, args.workers, args.time_limit, args.lp)
                 for e in (args.baseline_eps or args.eps[:1])]
         write_csv(OUT / f"{args.name}_baseline.csv", base)
     inst, counts = gowalla_instance(args.data, args.size)

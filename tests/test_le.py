@@ -176,7 +176,7 @@ def test_weighted_lp_dual_test():
     assert bad.bound <= bad.objective + 1e-9
 
 
-@pytest.mark.parametrize("method", ["full", "outputs", "decomposition"])
+@pytest.mark.parametrize("method", ["full", "support", "outputs", "decomposition"])
 def test_lp8_through_the_engine_equals_the_omg_lp_and_linprog(method):
     """LP (8)+(12) through lpmech.design (each engine path) = the sparse OMG LP of the same model
     (L.build_lp) = a dense scipy linprog written here from (8) with unscaled rows over all pairs."""
@@ -282,7 +282,7 @@ def test_cli_json_matches_spec_values(capsys):
     assert res["realized_epsilon"] == pytest.approx(1.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("method", ["full", "outputs"])
+@pytest.mark.parametrize("method", ["full", "support", "outputs"])
 def test_cli_lp_method_through_the_engine(capsys, method):
     import json
 
