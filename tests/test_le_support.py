@@ -51,6 +51,9 @@ def test_every_rounds_bound_is_valid():
     assert len(bounds) >= 3
     assert max(bounds) <= full.objective + 1e-9
     assert res.status == "optimal" and res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
+    cut = solve_support(inst, 1.0, start=[int(np.argmax(inst.prior))], add_per_round=2, max_rounds=1)
+    assert cut.status == "iteration_limit" and cut.x is None
+    assert cut.stats["bound"] == pytest.approx(bounds[0], rel=1e-12)  # kept at the stop
 
 
 @pytest.mark.parametrize("eps", [0.5, 2.0])
@@ -83,3 +86,22 @@ def test_bad_start_is_refused():
     inst = grid(3, 3)
     with pytest.raises(InputError, match="start points"):
         solve_support(inst, 1.0, start=[9])
+
+
+def test_auto_falls_back_to_output_generation_on_a_wide_support(monkeypatch):
+    """lp_method="auto" above 64 cells starts support generation and hands over to output
+    generation once the support passes LE_SUPPORT_MAX_SHARE of the points; both paths give the
+    same certified optimum."""
+    import lpmech.models.le.le_mechanism as lem
+
+    inst = grid(9, 9).with_prior(np.random.default_rng(4).dirichlet(np.full(81, 0.3)))
+    sup = L.solve(inst, 1.0, path="lp", lp_method="support")  # no cap when asked for
+    assert sup.stats["engine_method"] == "support" and "support_fallback" not in sup.stats
+    monkeypatch.setattr(lem, "LE_SUPPORT_MAX_SHARE", 0.1)
+    out = L.solve(inst, 1.0, path="lp")
+    assert out.stats["engine_method"] == "outputs"
+    assert out.stats["support_fallback"]["support_points"] > 8
+    assert out.gap <= 1e-6 and sup.gap <= 1e-6
+    assert out.objective == pytest.approx(sup.objective, rel=1e-6)
+    stopped = solve_support(inst, 1.0, max_points=12)
+    assert stopped.status == "iteration_limit" and stopped.stats["stop"] == "max_points"

@@ -63,6 +63,9 @@ LAMBDA_TOL = 1e-10  # λ = E⁻¹w ≥ −LAMBDA_TOL·max|λ| passes the LP-dual
 #: else support generation
 LP_METHODS = ("auto", "full", "support", "outputs", "decomposition")
 FULL_LP_MAX = 64
+#: ``lp_method="auto"`` leaves support generation for output generation once the support passes
+#: this share of the points
+LE_SUPPORT_MAX_SHARE = 0.5
 
 
 # ------------------------------------------------------------------------------ the mechanism
@@ -437,14 +440,24 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     method = lp_method
     if method == "auto":
         method = "full" if inst.K <= FULL_LP_MAX else "support"
+    fell_back = None
     if method == "support":
         from ...design.problem import Problem, certified_result
         from .le_support import solve_support
 
-        res = solve_support(inst, eps, time_limit=time_limit, verbose=verbose)
-        res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
-        res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
-        return res
+        t0 = time.perf_counter()
+        # auto: support generation while the support stays under half the points (a sparse
+        # dual), else output generation (LE_SUPPORT_MAX_SHARE)
+        res = solve_support(inst, eps, time_limit=time_limit, verbose=verbose,
+                            max_points=int(LE_SUPPORT_MAX_SHARE * inst.K) if lp_method == "auto" else None)
+        if res.stats.get("stop") != "max_points":
+            res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
+            res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
+            return res
+        fell_back = {"support_s": time.perf_counter() - t0, "support_points": res.stats["points"]}
+        if time_limit is not None:
+            time_limit = max(1e-3, time_limit - fell_back["support_s"])
+        method = "outputs"
     columns = () if warm is None else [(k, warm.matrix[:, k] / warm.matrix[k, k])
                                        for k in range(inst.K) if warm.matrix[k, k] > 0]
     # output generation's restricted LP by interior point: the d-privacy rows make it degenerate
@@ -455,6 +468,8 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
                        verbose=verbose, **extra)
     res.stats.update(path="lp", engine_method=method,
                      warm_start="LE" if warm is not None and method == "decomposition" else None)
+    if fell_back is not None:
+        res.stats["support_fallback"] = fell_back
     res.stats.setdefault("model", "LP(8)")
     return res
 
