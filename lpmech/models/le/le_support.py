@@ -42,6 +42,7 @@ from ...design.notion import start_rows
 from ...design.notions import DPrivacy
 from ...design.outputs import restricted_lp
 from ...errors import InputError
+from ...mechanism import check_epsilon
 from ...progress import Progress
 from ...solvers.highs import _STATUS
 from ...solvers.result import Result, check_time_limit
@@ -97,7 +98,7 @@ def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
     ratios allow (z'_jk = max_i F_ij z_ik), rows renormalised (twice)."""
     Z = np.maximum(Z, 0.0)
     for _ in range(2):
-        Z = np.max(F[:, :, None] * Z[:, None, :], axis=0)
+        Z = np.column_stack([(F * z[:, None]).max(axis=0) for z in Z.T])
         Z = Z / Z.sum(axis=1, keepdims=True)
     return Z
 
@@ -250,7 +251,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     D = np.asarray(instance.metric, float)
     w = np.asarray(instance.prior, float)
     m = w.size
-    E = np.exp(-float(epsilon) * D)
+    epsilon = check_epsilon(epsilon)
+    E = np.exp(-epsilon * D)
     W = float(w.sum())
     if start is None:
         start = np.argsort(-w, kind="stable")[:max(2, math.ceil(math.sqrt(m)))]
