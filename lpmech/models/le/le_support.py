@@ -58,8 +58,6 @@ CORE_NEAR = 2
 #: clean-up repairs at a relative cost of this order, and a pricing LP without them is a
 #: relaxation too, so its value stays an upper bound
 FACTOR_FLOOR = 1e-10
-#: how many times more extension failures join T per round once the bound meets the core
-FAIL_BOOST = 4
 CORE_LP = "ipm"  # central points: fewer extension fails (m = 256: 9 rounds, 52 s; simplex 16, 379 s)
 
 
@@ -276,11 +274,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             upper = min(upper, float(lam.sum() + values.sum()))
             new = [int(k) for k in np.argsort(-values, kind="stable")
                    if values[k] > thr and not np.isin(k, A)][:add_per_round]
-            # once the bound meets the core, only the extension is left: take its failing
-            # points FAIL_BOOST times faster (Gowalla 32×32 at ε = 0.5 met the bound in round 3)
+            Zx, fails = extend_columns(E, T, _clean(E[np.ix_(T, T)], ZT), add_per_round)
             gap = (upper - gain) / max(W - gain, 1e-12)
-            boost = FAIL_BOOST if not new and gap <= tol else 1
-            Zx, fails = extend_columns(E, T, _clean(E[np.ix_(T, T)], ZT), boost * add_per_round)
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
                           "extension_fails": len(fails), "priced_exactly": int((~np.isnan(exact)).sum()),
