@@ -174,7 +174,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
 
 
 def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
-                lp: str = "simplex"):
+                  lp: str = "simplex"):
     """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle
     (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout).
     Variables: z_ik (i·m + s for output S[s]), then the notion's auxiliary t_ak ((K + a)·m + s,

@@ -335,8 +335,10 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     The LP (8)+(12) is solved by the design engine (:func:`lpmech.design.solve` with the
     d-privacy notion :class:`lpmech.design.DPrivacy` and the loss 1[d_ik > 0]); ``lp_path``
     ``"fast"`` uses the engine's sparse paths, ``lp_method`` one of ``"auto"`` (the full LP up to
-    m = ``FULL_LP_MAX`` cells, else output generation: the optimum for a skewed prior uses few
-    outputs), ``"full"``, ``"outputs"`` or ``"decomposition"`` (``workers`` pricing processes);
+    m = ``FULL_LP_MAX`` cells, else support generation, :mod:`lpmech.models.le.le_support`: the
+    dual on real data is sparse; it hands over to output generation once the support passes
+    ``LE_SUPPORT_MAX_SHARE`` of the points), ``"full"``, ``"support"``, ``"outputs"`` or
+    ``"decomposition"`` (``workers`` pricing processes);
     LE's columns (when LE is feasible) start the decomposition. ``lp_path="pyomo"`` solves the
     declarative model of :func:`build_pyomo` instead.
 
