@@ -107,6 +107,15 @@ def column_rows(F: np.ndarray, i: np.ndarray, j: np.ndarray, n_vars: int, k=None
     return sp.csr_matrix((vals, cols, np.arange(0, 2 * n + 1, 2)), shape=(n, width))
 
 
+def row_pairs(R) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (i, j) of rows F_ij x[i] − x[j] ≤ 0 (the inverse of :func:`column_rows`)."""
+    coo = sp.coo_matrix(R)
+    i, j = np.empty(R.shape[0], np.int64), np.empty(R.shape[0], np.int64)
+    pos, neg = coo.data > 0, coo.data < 0
+    i[coo.row[pos]], j[coo.row[neg]] = coo.col[pos], coo.col[neg]
+    return i, j
+
+
 def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, present=None):
     """For every entry (j, k): the row i maximising F_ij Z_ik − Z_jk, if it exceeds ``tol``.
 
@@ -226,11 +235,7 @@ class GeoInd(Notion):
     def separator(self, k: int, start: sp.csr_matrix):
         """A stateful oracle for one pricing LP: never returns a row already in it."""
         present = np.zeros((self.K, self.K), dtype=bool)
-        coo = start.tocoo()
-        pos, neg = coo.data > 0, coo.data < 0
-        i0, j0 = np.empty(start.shape[0], np.int64), np.empty(start.shape[0], np.int64)
-        i0[coo.row[pos]], j0[coo.row[neg]] = coo.col[pos], coo.col[neg]
-        present[i0, j0] = True
+        present[row_pairs(start)] = True
         F, K = self.F, self.K
 
         def separate(v):

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...certificate import OptimalityCertificate
+from ...design.geoind import column_rows, row_pairs
 from ...design.notion import start_rows
 from ...design.notions import DPrivacy
 from ...design.outputs import restricted_lp
@@ -67,17 +68,13 @@ def _pairs_lp(F: np.ndarray) -> tuple[highspy.Highs, sp.csr_matrix]:
     s = F.shape[0]
     i, j = np.nonzero(F >= FACTOR_FLOOR)
     keep = i != j
-    i, j = i[keep], j[keep]
-    r = np.arange(i.size)
-    A = sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
-                       (np.concatenate([r, r]), np.concatenate([i, j]))), shape=(i.size, s))
+    A = column_rows(F, i[keep], j[keep], s)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.addVars(s, np.zeros(s), np.ones(s))
-    csr = A.tocsr()
-    h.addRows(A.shape[0], np.full(A.shape[0], -np.inf), np.zeros(A.shape[0]), csr.nnz,
-              csr.indptr[:-1].astype(np.int32), csr.indices.astype(np.int32), csr.data)
-    return h, csr
+    h.addRows(A.shape[0], np.full(A.shape[0], -np.inf), np.zeros(A.shape[0]), A.nnz,
+              A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+    return h, A
 
 
 def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray) -> float:
@@ -152,21 +149,12 @@ class _Pairs:
     def local(self, k: int, T: np.ndarray, F: np.ndarray, pos: dict) -> sp.csr_matrix:
         got = [(pos[i], pos[j]) for i, j in self.by_output.get(k, ()) if i in pos and j in pos]
         got = [(i, j) for i, j in got if F[i, j] > 0]  # rows the notion keeps (not implied)
-        t = T.size
-        if not got:
-            return sp.csr_matrix((0, t))
-        i, j = (np.array(x, np.int64) for x in zip(*got))
-        r = np.arange(i.size)
-        return sp.csr_matrix((np.concatenate([F[i, j], -np.ones(i.size)]),
-                              (np.concatenate([r, r]), np.concatenate([i, j]))), shape=(i.size, t))
+        i, j = (np.array(x, np.int64) for x in zip(*got)) if got else (np.zeros(0, np.int64),) * 2
+        return column_rows(F, i, j, T.size)
 
     def keep(self, k: int, T: np.ndarray, R: sp.csr_matrix) -> None:
-        coo = R.tocoo()
-        i0 = np.empty(R.shape[0], np.int64)
-        j0 = np.empty(R.shape[0], np.int64)
-        pos, neg = coo.data > 0, coo.data < 0
-        i0[coo.row[pos]], j0[coo.row[neg]] = coo.col[pos], coo.col[neg]
-        self.by_output.setdefault(k, set()).update(zip(T[i0].tolist(), T[j0].tolist()))
+        i, j = row_pairs(R)
+        self.by_output.setdefault(k, set()).update(zip(T[i].tolist(), T[j].tolist()))
 
 
 def _core(D, eps, w, T, A, pairs: _Pairs, deadline):
@@ -272,8 +260,10 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             thr = 0.1 * tol * max(W - gain, 1e-12) / m
             values, exact = _price(E, w, T, lam, thr)
             upper = min(upper, float(lam.sum() + values.sum()))
+            outside = np.ones(m, bool)
+            outside[A] = False
             new = [int(k) for k in np.argsort(-values, kind="stable")
-                   if values[k] > thr and not np.isin(k, A)][:add_per_round]
+                   if values[k] > thr and outside[k]][:add_per_round]
             Zx, fails = extend_columns(E, T, _clean(E[np.ix_(T, T)], ZT), add_per_round)
             gap = (upper - gain) / max(W - gain, 1e-12)
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
