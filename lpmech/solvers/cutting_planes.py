@@ -26,6 +26,8 @@ import scipy.sparse as sp
 
 from ..certificate import lagrangian_bound
 from ..errors import InputError
+from .clarabel_lp import TOL as CLARABEL_TOL
+from .clarabel_lp import solve_lp
 from .highs import _STATUS, add_rows, needs_polish, new_highs, set_time_left, tighten
 from .result import check_time_limit
 
@@ -56,8 +58,10 @@ class LazyLP:
         c, col_lo, col_hi: objective and variable bounds (finite bounds keep every bound finite).
         separate: the oracle; it must return only rows valid for the full LP.
         A, row_lo, row_hi: optional rows to start with (scipy-sparse).
-        method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold).
-        options, verbose: passed to HiGHS.
+        method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold), or
+            ``"clarabel"``: Clarabel's interior point (:mod:`lpmech.solvers.clarabel_lp`), cold each
+            round, its point and multipliers interior (no vertex).
+        options, verbose: passed to HiGHS (not to Clarabel).
         final_crossover: for ``"ipm"`` without crossover: once the oracle finds no row, solve the
             same LP once more with crossover for its multipliers (exact to the simplex tolerances: an
             interior point's are feasible only to ~1e-8 each, and a Lagrangian bound summed over
@@ -76,10 +80,13 @@ class LazyLP:
         if self.col_lo.shape != (n,) or self.col_hi.shape != (n,):
             raise InputError("LazyLP: c, col_lo and col_hi must have the same length")
         self.separate = separate
-        self.final_crossover = bool(final_crossover)
-        self.h = new_highs(method, options=options, verbose=verbose)
-        self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
-        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), self.c)
+        self.clarabel = method == "clarabel"
+        self.final_crossover = bool(final_crossover) and not self.clarabel
+        self.h = None
+        if not self.clarabel:
+            self.h = new_highs(method, options=options, verbose=verbose)
+            self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
+            self.h.changeColsCost(n, np.arange(n, dtype=np.int32), self.c)
         self._blocks: list[sp.csr_matrix] = []
         self._lo: list[np.ndarray] = []
         self._hi: list[np.ndarray] = []
@@ -98,7 +105,8 @@ class LazyLP:
             raise InputError(f"LazyLP: rows have {A.shape[1]} columns, the LP has {self.c.size}")
         lo = np.broadcast_to(np.asarray(lo, float), (A.shape[0],)).copy()
         hi = np.broadcast_to(np.asarray(hi, float), (A.shape[0],)).copy()
-        add_rows(self.h, A, lo, hi)
+        if self.h is not None:
+            add_rows(self.h, A, lo, hi)
         self._blocks.append(A)
         self._lo.append(lo)
         self._hi.append(hi)
@@ -107,7 +115,8 @@ class LazyLP:
     def set_cost(self, c) -> None:
         """Change the objective (the model and its basis are kept: a warm restart)."""
         self.c = np.asarray(c, float)
-        self.h.changeColsCost(self.c.size, np.arange(self.c.size, dtype=np.int32), self.c)
+        if self.h is not None:
+            self.h.changeColsCost(self.c.size, np.arange(self.c.size, dtype=np.int32), self.c)
 
     def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """All rows so far: ``(A, row_lo, row_hi)``."""
@@ -132,47 +141,58 @@ class LazyLP:
         polished = False
         crossed = not self.final_crossover
         for rnd in range(1, max_rounds + 1):
+            left = None
             if time_limit is not None:
                 left = time_limit - (time.perf_counter() - t0)
                 if left <= 0:
                     return self._outcome("time_limit", None, rnd - 1, trace)
-                set_time_left(self.h, left)
             ts = time.perf_counter()
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
-            if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry, cold
-                self.h.run()
-                status = _STATUS.get(self.h.getModelStatus(), "error")
-                if status == "error":
-                    self.h.clearSolver()
-                    self.h.run()
-                    status = _STATUS.get(self.h.getModelStatus(), "error")
+            status, x, duals = self._run(left, polished)
             solve_s = time.perf_counter() - ts
             if status != "optimal":
                 return self._outcome(status, None, rnd, trace)
-            sol = self.h.getSolution()
-            x = np.array(sol.col_value)
             ts = time.perf_counter()
             cut = self.separate(x)
             sep_s = time.perf_counter() - ts
             added = 0 if cut is None else cut[0].shape[0]
             trace.append({"round": rnd, "rows": self.n_rows, "added": added,
-                          "objective": float(self.h.getInfo().objective_function_value),
-                          "solve_s": solve_s, "separate_s": sep_s})
+                          "objective": float(self.c @ x), "solve_s": solve_s, "separate_s": sep_s})
             if added == 0:
-                duals = np.array(sol.row_dual)
                 if not crossed:
                     crossed = True
                     x, duals = self._vertex(x, duals)
                 bound = self.bound(duals)
                 if not polished and needs_polish(float(self.c @ x), bound):
-                    tighten(self.h)  # once: solve again from scratch (and separate again)
-                    polished = True
+                    polished = True  # once: solve again, tighter, from scratch (and separate again)
+                    if self.h is not None:
+                        tighten(self.h)
                     crossed = not self.final_crossover
                     continue
                 return self._outcome("optimal", x, rnd, trace, duals, bound)
             self.add_rows(*cut)
         return self._outcome("time_limit", None, max_rounds, trace)
+
+    def _run(self, left: float | None, tight: bool):
+        """One solve of the rows so far: ``(status, x, duals)``."""
+        if self.clarabel:
+            A, lo, hi = self.matrix()
+            return solve_lp(self.c, A, lo, hi, self.col_lo, self.col_hi, time_limit=left,
+                            tol=CLARABEL_TOL * (1e-2 if tight else 1.0))
+        if left is not None:
+            set_time_left(self.h, left)
+        self.h.run()
+        status = _STATUS.get(self.h.getModelStatus(), "error")
+        if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry, cold
+            self.h.run()
+            status = _STATUS.get(self.h.getModelStatus(), "error")
+            if status == "error":
+                self.h.clearSolver()
+                self.h.run()
+                status = _STATUS.get(self.h.getModelStatus(), "error")
+        if status != "optimal":
+            return status, None, None
+        sol = self.h.getSolution()
+        return status, np.array(sol.col_value), np.array(sol.row_dual)
 
     def _vertex(self, x: np.ndarray, duals: np.ndarray):
         """The current LP solved again with crossover: its multipliers, and its vertex if the
