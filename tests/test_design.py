@@ -362,7 +362,7 @@ def test_decomposition_equals_full(which):
     assert (ref_rows @ Z).max() <= 1e-9
 
 
-@pytest.mark.parametrize("lp", ["simplex", "ipm"])
+@pytest.mark.parametrize("lp", ["simplex", "ipm", "clarabel"])
 @pytest.mark.parametrize("which", ["le", "composed"])
 def test_output_generation_equals_full(which, lp):
     rng = np.random.default_rng(11)
@@ -383,16 +383,18 @@ def test_output_generation_equals_full(which, lp):
         assert out.objective == pytest.approx(ref.objective, rel=1e-6)
 
 
+@pytest.mark.parametrize("lp", ["ipm", "clarabel"])
 @pytest.mark.parametrize("eps", [0.3, 1.0, 3.0, 6.0])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_output_generation_interior_point_equals_full_lp_across_eps(eps, seed):
-    """The restricted LP by interior point without crossover (no vertex) still ends at the LP (8)
-    optimum of an independent solve (:func:`ref_lp` on every d-privacy row), across ε and priors."""
+def test_output_generation_interior_point_equals_full_lp_across_eps(eps, seed, lp):
+    """The restricted LP by interior point without crossover (no vertex: HiGHS' or Clarabel's)
+    still ends at the LP (8) optimum of an independent solve (:func:`ref_lp` on every d-privacy
+    row), across ε and priors."""
     rng = np.random.default_rng(seed)
     inst = li.grid(4, 4, 1.0, unit="cell")
     w = rng.dirichlet(np.ones(16) * 0.3)
     C = w[:, None] * le.range_loss(inst.metric)
-    out = solve(DPrivacy(inst.metric, eps, n_near=0), C, method="outputs", workers=1, lp="ipm")
+    out = solve(DPrivacy(inst.metric, eps, n_near=0), C, method="outputs", workers=1, lp=lp)
     ref = ref_lp(C, dprivacy_rows(inst.metric, eps),
                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     # (at the default 1e-7 the reference itself sits 3e-6 below the optimum at ε = 6: rows with

@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linprog
 
 from lpmech.errors import InputError
 from lpmech.instance import grid, points
 from lpmech.mechanism import realized_epsilon
 from lpmech.models import le as L
-from lpmech.models.le.le_support import extend_columns, solve_support
+from lpmech.models.le.le_support import blocked_points, envelopes, extend_columns, solve_support
 
 
 def _instance(kind: str, seed: int, alpha: float):
@@ -80,6 +81,63 @@ def test_extension_keeps_the_core_and_is_d_private(eps):
     else:
         sub = np.ix_(placed, np.arange(3))
         assert realized_epsilon(Z[sub], inst.metric[np.ix_(placed, placed)]) <= eps * (1 + 1e-12)
+
+
+def _spread_core(eps: float):
+    """A 9×9 grid, T every third point, columns on T: each T point reports itself 0.9 e^{3ε}
+    times as often as any other (d-private on T at ε, spacing 3): sharp steps between T points."""
+    inst = grid(9, 9)
+    xy = np.array([(i, j) for i in range(9) for j in range(9)])
+    T = np.nonzero((xy % 3 == 1).all(axis=1))[0]
+    ratio = 0.9 * np.exp(3 * eps)
+    ZT = np.full((T.size, T.size), 1 / (ratio + T.size - 1))
+    np.fill_diagonal(ZT, ratio / (ratio + T.size - 1))
+    assert realized_epsilon(ZT, inst.metric[np.ix_(T, T)]) <= eps
+    return inst, T, ZT
+
+
+@pytest.mark.parametrize("eps", [1.0, 3.0])
+def test_envelopes_bound_every_extension_and_are_d_private(eps):
+    """lo and hi equal the columns on T, are d-private on every pair (brute check), and hold
+    every extension between them: the greedy extension's placed rows lie inside."""
+    inst, T, ZT = _spread_core(eps)
+    E = np.exp(-eps * inst.metric)
+    lo, hi = envelopes(E, T, ZT)
+    assert np.allclose(lo[T], ZT, rtol=0, atol=1e-15) and np.allclose(hi[T], ZT, rtol=0, atol=1e-15)
+    for V in (lo, hi):
+        assert realized_epsilon(V, inst.metric) <= eps * (1 + 1e-12)
+    Z, fails = extend_columns(E, T, ZT, max_fail=inst.K)
+    placed = np.setdiff1d(np.arange(inst.K), np.asarray(fails, dtype=int))
+    assert (Z[placed] >= lo[placed] - 1e-15).all() and (Z[placed] <= hi[placed] + 1e-15).all()
+
+
+def test_blocked_points_are_those_no_row_can_fill():
+    """A point is blocked exactly when no row at it, d-private against the columns on T, sums to
+    1: checked point by point with an independent LP (scipy). The picked points are the worst,
+    spread apart."""
+    eps = 3.0
+    inst, T, ZT = _spread_core(eps)
+    D = inst.metric
+    E = np.exp(-eps * D)
+    lo, hi = envelopes(E, T, ZT)
+    every = blocked_points(D, T, lo, hi, inst.K, 0.0)
+    a = ZT.shape[1]
+    fits = {}
+    for j in np.setdiff1d(np.arange(inst.K), T):
+        # v_b ≥ z_sb e^{−ε d_sj} and v_b ≤ z_sb e^{ε d_sj} for every s in T, Σ_b v_b = 1
+        rows = [np.eye(a)[b] for b in range(a) for _ in T]
+        A_ub = np.vstack([-np.array(rows), np.array(rows)])
+        b_ub = np.concatenate([-(ZT * E[T, j][:, None]).T.ravel(), (ZT / E[T, j][:, None]).T.ravel()])
+        r = linprog(np.zeros(a), A_ub=A_ub, b_ub=b_ub, A_eq=np.ones((1, a)), b_eq=[1.0],
+                    bounds=(0, 1), method="highs")
+        fits[int(j)] = r.status == 0
+    assert set(every) == {j for j, ok in fits.items() if not ok}
+    assert 0 < len(every) < len(fits)  # the check sees both kinds
+    some = blocked_points(D, T, lo, hi, 4, 2.5)
+    assert len(some) >= 2 and set(some) <= set(every)
+    assert all(D[i, j] >= 2.5 for i in some for j in some if i != j)
+    short = np.maximum(lo.sum(axis=1) - 1, 1 - hi.sum(axis=1))
+    assert short[some[0]] == short[every].max()
 
 
 def test_bad_start_is_refused():

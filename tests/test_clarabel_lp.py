@@ -1,0 +1,92 @@
+"""Clarabel's LP path (lpmech.solvers.clarabel_lp and LazyLP(method="clarabel")) against HiGHS
+through SciPy: the same optimum, and multipliers in HiGHS' sign convention (their Lagrangian bound,
+computed by our certificate code, meets the optimum from below)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from lpmech.certificate import lagrangian_bound
+from lpmech.solvers.clarabel_lp import solve_lp
+from lpmech.solvers.cutting_planes import LazyLP
+
+
+def _random_lp(seed: int, n: int, m: int):
+    """Rows of every kind (equality, ≤, ≥, ranged, free) around a feasible point x0."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, n)) * (rng.random((m, n)) < 0.6)
+    x0 = rng.random(n)
+    ax = A @ x0
+    kind = rng.integers(0, 5, m)
+    lo = np.where(np.isin(kind, [0, 2, 3]), ax - rng.random(m) * (kind != 0), -np.inf)
+    hi = np.where(np.isin(kind, [0, 1, 3]), ax + rng.random(m) * (kind != 0), np.inf)
+    col_hi = np.where(rng.random(n) < 0.2, np.inf, 1.0 + rng.random(n))
+    c = rng.normal(size=n)
+    c[~np.isfinite(col_hi)] = np.abs(c[~np.isfinite(col_hi)]) + 0.1  # bounded below
+    return c, A, lo, hi, np.zeros(n), col_hi
+
+
+def _scipy(c, A, lo, hi, col_lo, col_hi):
+    eq = lo == hi
+    ub = np.vstack([A[~eq & np.isfinite(hi)], -A[~eq & np.isfinite(lo)]])
+    bub = np.concatenate([hi[~eq & np.isfinite(hi)], -lo[~eq & np.isfinite(lo)]])
+    return linprog(c, A_ub=ub if ub.size else None, b_ub=bub if ub.size else None,
+                   A_eq=A[eq] if eq.any() else None, b_eq=hi[eq] if eq.any() else None,
+                   bounds=list(zip(col_lo, [None if not np.isfinite(u) else u for u in col_hi])),
+                   method="highs")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 12), m=st.integers(1, 15))
+def test_solve_lp_matches_highs_and_its_multipliers_bound_the_optimum(seed, n, m):
+    c, A, lo, hi, col_lo, col_hi = _random_lp(seed, n, m)
+    ref = _scipy(c, A, lo, hi, col_lo, col_hi)
+    assert ref.status == 0
+    status, x, y = solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+    assert status == "optimal"
+    scale = 1.0 + abs(ref.fun)
+    assert c @ x == pytest.approx(ref.fun, abs=1e-6 * scale)
+    ax = A @ x  # the point is feasible to the interior point's tolerance
+    assert (ax <= hi + 1e-6).all() and (ax >= lo - 1e-6).all()
+    assert (x >= -1e-7).all() and (x <= col_hi + 1e-7).all()
+    bound = lagrangian_bound(c, A, lo, hi, col_lo, col_hi, y)
+    assert bound <= ref.fun + 1e-9 * scale  # weak duality: right signs can only give this
+    assert bound >= ref.fun - 1e-6 * scale  # and the multipliers are the optimal ones
+
+
+def test_solve_lp_reports_infeasible():
+    A = sp.csr_matrix(np.ones((1, 3)))
+    status, x, y = solve_lp(np.ones(3), A, [-np.inf], [-1.0], np.zeros(3), np.ones(3))
+    assert status == "infeasible" and x is None and y is None
+
+
+def test_lazy_lp_by_clarabel_equals_simplex():
+    """Rows revealed by an oracle: both backends end at the optimum of the LP on every row."""
+    rng = np.random.default_rng(3)
+    n, pool = 30, 400
+    P = rng.normal(size=(pool, n))
+    b = P @ rng.random(n) + rng.random(pool)
+    c = rng.normal(size=n)
+
+    def make_oracle():
+        def separate(x):
+            viol = np.nonzero(P @ x - b > 1e-9)[0]
+            if viol.size == 0:
+                return None
+            viol = viol[np.argsort(-(P[viol] @ x - b[viol]))][:10]
+            return sp.csr_matrix(P[viol]), np.full(viol.size, -np.inf), b[viol]
+        return separate
+
+    ref = linprog(c, A_ub=P, b_ub=b, bounds=(0, 2), method="highs")
+    out = {}
+    for method in ("simplex", "clarabel"):
+        lazy = LazyLP(c, np.zeros(n), np.full(n, 2.0), make_oracle(), method=method)
+        out[method] = lazy.solve()
+        assert out[method].status == "optimal"
+        assert out[method].objective == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
+        assert out[method].bound <= ref.fun + 1e-9
+        assert out[method].bound >= ref.fun - 1e-6 * (1 + abs(ref.fun))
+    assert out["clarabel"].rounds >= 2  # the oracle was used
