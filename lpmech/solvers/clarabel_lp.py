@@ -53,7 +53,7 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, time_limit: float | None =
     if time_limit is not None:
         settings.time_limit = max(float(time_limit), 1e-3)
     sol = clarabel.DefaultSolver(sp.csc_matrix((n, n)), c, G, h, cones, settings).solve()
-    status = _STATUS.get(str(sol.status), "error")
+    status = _STATUS.get(str(sol.status).rsplit(".", 1)[-1], "error")
     if status != "optimal":
         return status, None, None
     z = np.asarray(sol.z)
