@@ -254,28 +254,39 @@ def baseline_ratio(inst, eps, workers, time_limit=None, lp="ipm"):
                 outputs_lp=lp, ratio_outputs_support=tb / ta, objective_diff=abs(a - b))
 
 
+def _num(v) -> float:
+    """A CSV or row value as a float (NaN where missing)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def plot(rows, path: Path):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in rows if r.get("le_gap_high") is not None]
+    ok = [r for r in rows if r.get("relaxation_bound") is not None]
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     if ok:
         e = [r["eps"] for r in ok]
-        best = [r.get("opt_objective", r.get("best_objective", math.nan)) for r in ok]
+        best = [_num(r.get("opt_objective") or r.get("best_objective")) for r in ok]
+        lower = [max(_num(r.get(k)) for k in ("relaxation_bound", "support_bound", "opt_bound"))
+                 for r in ok]
         if any("tent_filler_objective" in r for r in ok):
-            ax[0].plot(e, [r.get("tent_filler_objective", math.nan) for r in ok], "^-.",
+            ax[0].plot(e, [_num(r.get("tent_filler_objective")) for r in ok], "^-.",
                        label="tent-filler mechanism (certified)")
-        ax[0].plot(e, [r["le_objective"] for r in ok], "o-", label="LE (closed form)")
+        ax[0].plot(e, [_num(r.get("le_objective")) for r in ok], "o-",
+                   label="LE (closed form; missing where infeasible)")
         ax[0].plot(e, best, "s--", label="engine: optimum, or best certified mechanism at the limit")
-        ax[0].plot(e, [r["relaxation_bound"] for r in ok], "v:", label="certified lower bound")
+        ax[0].plot(e, lower, "v:", label="certified lower bound (best of relaxation, LP bound)")
         ax[0].set_xlabel("ε (per cell)")
         ax[0].set_ylabel("weighted co-location error 1 − Σ w_k z_kk")
         ax[0].legend(fontsize=8)
-        lo = [r.get("le_gap_low", math.nan) for r in ok]
-        hi = [r["le_gap_high"] for r in ok]
+        lo = [_num(r.get("le_gap_low")) for r in ok]
+        hi = [_num(r.get("le_gap_high")) for r in ok]
         ax[1].plot(e, lo, "o-", label="LE − (certified mechanism)  ≤ gap")
         ax[1].plot(e, hi, "v--", label="gap ≤ LE − (certified lower bound)")
         ax[1].set_xlabel("ε (per cell)")

@@ -163,3 +163,19 @@ def test_auto_falls_back_to_output_generation_on_a_wide_support(monkeypatch):
     assert out.objective == pytest.approx(sup.objective, rel=1e-6)
     stopped = solve_support(inst, 1.0, max_points=12)
     assert stopped.status == "iteration_limit" and stopped.stats["stop"] == "max_points"
+
+
+def test_lagging_interior_multipliers_get_one_vertex_core(monkeypatch):
+    """With Clarabel's tolerance loosened 1e4-fold the core's interior multipliers leave the bound
+    lagging although no output outside A prices out: the same core is solved once more by a
+    vertex (HiGHS with crossover), and the optimum is still certified and equals the full LP."""
+    import lpmech.solvers.cutting_planes as cpm
+
+    monkeypatch.setattr(cpm, "CLARABEL_TOL", 1e-5)
+    inst = _instance("grid", 5, 0.3)
+    full = L.solve(inst, 2.0, path="lp", lp_method="full")
+    res = solve_support(inst, 2.0)
+    assert res.stats["vertex_core"]
+    # its tolerance, 1e-7 (without the vertex core: 2.4e-7, measured)
+    assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
+    assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)

@@ -72,6 +72,9 @@ FACTOR_FLOOR = 1e-10
 #: m = 256, 9 rounds in 52 s against 16 in 379 s by dual simplex), Clarabel's (2.3× HiGHS' IPX on
 #: a 32×32 core of 80 points × 56 outputs: 12.7 s against 29.0 s, the same optimum to 1e-9)
 CORE_LP = "clarabel"
+#: the core's LP when the interior multipliers leave the bound lagging (once per solve): HiGHS'
+#: interior point with a final crossover, exact to the simplex tolerances
+EXACT_CORE_LP = "ipm"
 #: rows per violated entry per lazy round of the core (:func:`_deeper`): a 32×32 core of 124
 #: points × 64 outputs took 6 rounds and 33 s with 3 (6: the same), 10 rounds and 52 s with 1
 CORE_CUTS = 3
@@ -215,7 +218,7 @@ def _deeper(separate, times: int):
     return more
 
 
-def _core(D, eps, w, T, A, pairs: _Pairs, deadline):
+def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP):
     """LP (8) on the points T with outputs A (gain form): (status, Z on T×A, λ on T, gain)."""
     DT = D[np.ix_(T, T)]
     notion = DPrivacy(DT, eps, n_near=CORE_NEAR, gamma=math.log(1 / FACTOR_FLOOR) / eps)
@@ -230,7 +233,7 @@ def _core(D, eps, w, T, A, pairs: _Pairs, deadline):
                             format="csr")
         oracles[s] = _deeper(notion.separator(s, rows[s]), CORE_CUTS)
     out, _ = restricted_lp(Cs, np.ones_like(Cs), [], sorted(S), rows, oracles, deadline,
-                           np.zeros(0), lp=CORE_LP)
+                           np.zeros(0), lp=lp)
     if out.status != "optimal":
         return out.status, None, None, None
     for k, s in zip(A, S):
@@ -300,7 +303,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     Returns an uncertified :class:`Result`: ``x`` the m×m matrix (raveled), the cost
     1 − Σ w_k z_kk (Σ w in place of 1) and its Lagrangian bound; ``stats`` has ``rounds``,
     ``points`` (|T|), ``outputs`` (|A|), ``bound`` (the best Lagrangian bound, valid also after
-    a stop at a limit) and a per-round ``trace``.
+    a stop at a limit), ``vertex_core`` (whether a core was solved again by a vertex because the
+    interior multipliers left the bound lagging, :data:`EXACT_CORE_LP`) and a per-round ``trace``.
     """
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
@@ -321,10 +325,13 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     pairs = _Pairs()
     trace: list[dict] = []
     status, Z, gain, upper, stop = "iteration_limit", None, -math.inf, math.inf, ""
+    polish = None  # (|T|, |A|) of the core to solve again by a vertex
     prog = Progress(f"LP(8) support generation m={m}", verbose=verbose, unit="round", logger=log)
     try:
         for rnd in range(1, int(max_rounds) + 1):
-            status, ZT, lam, gain = _core(D, epsilon, w, T, A, pairs, deadline)
+            vertex = polish == (T.size, A.size)
+            status, ZT, lam, gain = _core(D, epsilon, w, T, A, pairs, deadline,
+                                          lp=EXACT_CORE_LP if vertex else CORE_LP)
             if status != "optimal":
                 break
             thr = 0.1 * tol * max(W - gain, 1e-12) / m
@@ -335,7 +342,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             outside[A] = False
             new = [int(k) for k in np.argsort(-values, kind="stable")
                    if values[k] > thr and outside[k]][:add_outputs]
-            if own - gain <= tol * max(W - gain, 1e-12):
+            cost = max(W - gain, 1e-12)
+            if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
             fails = blocked_points(D, T, *envelopes(E, T, Zc), add_per_round, spread)
@@ -350,6 +358,12 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                           "time_s": time.perf_counter() - t0})
             prog.update(points=T.size, outputs=A.size, cost=W - gain, bound=W - upper, gap=gap,
                         blocked=blocked, fails=len(fails) - blocked, new=len(new))
+            if (not fails and gap > tol and not vertex and polish is None
+                    and values[outside].sum() <= tol * cost):
+                # the bound lags by more than the outputs outside A could add: the interior
+                # multipliers are not exact enough. Once, the same core again by a vertex.
+                polish = (T.size, A.size)
+                continue
             if not fails and (not new or gap <= tol):
                 Z = np.zeros((m, m))
                 Z[:, A] = Zx
@@ -369,7 +383,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     stats = {"solver": "highs", "method": "support", "rounds": len(trace), "points": int(T.size),
              "outputs": int(A.size), "trace": trace, "time_s": time.perf_counter() - t0,
              "bound": W - upper if math.isfinite(upper) else None,  # valid at any stop
-             "stop": stop}
+             "stop": stop, "vertex_core": polish is not None}
     res = Result(status=status, stats=stats, x=None if Z is None else Z.ravel())
     if status == "optimal":
         res.optimality = OptimalityCertificate.from_values(W - gain, W - upper)
