@@ -70,7 +70,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
             steadier where the rows make the LP very degenerate, as the d-privacy rows of LE's
             LP (8) do, on which dual simplex stalled at ε = 2; slower on LIP rows; measured in
             ``benchmarks/le_gap_real.py``), or ``"clarabel"`` (Clarabel's interior point every
-            time, :mod:`lpmech.solvers.clarabel_lp`: its direct factorisation was 2.5× faster than
+            time, :mod:`lpmech.solvers.clarabel_lp`: its direct factorisation was 2.3× faster than
             HiGHS' on the d-privacy cores of :mod:`lpmech.models.le.le_support`).
             The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
             of the multipliers and the engine certifies (and repairs) the point.

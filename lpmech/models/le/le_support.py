@@ -380,7 +380,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                 break
     finally:
         prog.close()
-    stats = {"solver": "highs", "method": "support", "rounds": len(trace), "points": int(T.size),
+    stats = {"solver": f"{CORE_LP} (core), highs (pricing)", "method": "support",
+             "rounds": len(trace), "points": int(T.size),
              "outputs": int(A.size), "trace": trace, "time_s": time.perf_counter() - t0,
              "bound": W - upper if math.isfinite(upper) else None,  # valid at any stop
              "stop": stop, "vertex_core": polish is not None}
