@@ -166,16 +166,16 @@ def test_auto_falls_back_to_output_generation_on_a_wide_support(monkeypatch):
 
 
 def test_lagging_interior_multipliers_get_one_vertex_core(monkeypatch):
-    """With Clarabel's tolerance loosened 1e4-fold the core's interior multipliers leave the bound
+    """With Clarabel's tolerance loosened 1e5-fold the core's interior multipliers leave the bound
     lagging although no output outside A prices out: the same core is solved once more by a
     vertex (HiGHS with crossover), and the optimum is still certified and equals the full LP."""
     import lpmech.solvers.cutting_planes as cpm
 
-    monkeypatch.setattr(cpm, "CLARABEL_TOL", 1e-5)
+    monkeypatch.setattr(cpm, "CLARABEL_TOL", 1e-4)
     inst = _instance("grid", 5, 0.3)
     full = L.solve(inst, 2.0, path="lp", lp_method="full")
     res = solve_support(inst, 2.0)
     assert res.stats["vertex_core"]
-    # its tolerance, 1e-7 (without the vertex core: 2.4e-7, measured)
+    # its tolerance, 1e-7 (measured: 1.7e-8; without the vertex core 4.2e-7)
     assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
     assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
