@@ -57,13 +57,10 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, time_limit: float | None =
     if status != "optimal":
         return status, None, None
     z = np.asarray(sol.z)
-    y = np.zeros(A.shape[0])
+    # a row with both sides finite appears twice: its multiplier is the sum of the two
     n_up, n_lo = int(up.sum()), int(lo.sum())
+    y = np.zeros(A.shape[0])
     y[eq] = -z[:n_eq]
-    y[up] = -z[n_eq:n_eq + n_up]
-    y[lo] = z[n_eq + n_up:n_eq + n_up + n_lo]
-    # a row with both sides finite appears twice; its multiplier is the sum of the two
-    both = up & lo
-    if both.any():
-        y[both] = -z[n_eq:n_eq + n_up][both[up]] + z[n_eq + n_up:n_eq + n_up + n_lo][both[lo]]
+    y[up] -= z[n_eq:n_eq + n_up]
+    y[lo] += z[n_eq + n_up:n_eq + n_up + n_lo]
     return status, np.asarray(sol.x), y

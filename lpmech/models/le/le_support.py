@@ -54,7 +54,7 @@ from ...design.outputs import restricted_lp
 from ...errors import InputError
 from ...mechanism import check_epsilon
 from ...progress import Progress
-from ...solvers.highs import _STATUS
+from ...solvers.highs import _STATUS, add_rows, new_highs
 from ...solvers.result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
@@ -95,13 +95,9 @@ def _pairs_lp(F: np.ndarray) -> tuple[highspy.Highs, sp.csr_matrix]:
     i, j = np.nonzero(F >= FACTOR_FLOOR)
     keep = i != j
     A = column_rows(F, i[keep], j[keep], s)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    for k, v in PRICING_OPTIONS.items():
-        h.setOptionValue(k, v)
+    h = new_highs("simplex", options=PRICING_OPTIONS)
     h.addVars(s, np.zeros(s), np.ones(s))
-    h.addRows(A.shape[0], np.full(A.shape[0], -np.inf), np.zeros(A.shape[0]), A.nnz,
-              A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
+    add_rows(h, A, np.full(A.shape[0], -np.inf), np.zeros(A.shape[0]))
     return h, A
 
 
@@ -159,16 +155,18 @@ def blocked_points(D: np.ndarray, T: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return picked
 
 
-def extend_columns(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, max_fail: int = 8):
+def extend_columns(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, max_fail: int = 8,
+                   bounds=None):
     """Extend columns given on the points T (rows summing to 1) to all m points, greedily.
 
     ``E[i, j] = e^{−ε d_ij}`` (m×m, 1 on the diagonal). Each point, the one with the least room
     first, gets z_j = lo + θ (hi − lo) with one θ for the row (so it sums to 1), lo/hi the tightest
-    bounds its fixed neighbours impose. Returns ``(Z, fails)``: the m×|A| columns (rows of failed
-    points left 0) and up to ``max_fail`` points whose intervals could not reach 1.
+    bounds its fixed neighbours impose (``bounds``: :func:`envelopes` of the same columns, if
+    already computed). Returns ``(Z, fails)``: the m×|A| columns (rows of failed points left 0)
+    and up to ``max_fail`` points whose intervals could not reach 1.
     """
     m, a = E.shape[0], ZT.shape[1]
-    lo, hi = envelopes(E, T, ZT)
+    lo, hi = envelopes(E, T, ZT) if bounds is None else bounds  # not changed in place
     Z = np.zeros((m, a))
     Z[T] = ZT
     rest = np.setdiff1d(np.arange(m), T)
@@ -352,10 +350,11 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
-            fails = blocked_points(D, T, *envelopes(E, T, Zc), add_per_round, spread)
+            bounds = envelopes(E, T, Zc)
+            fails = blocked_points(D, T, *bounds, add_per_round, spread)
             blocked = len(fails)
             if not fails:
-                Zx, fails = extend_columns(E, T, Zc, add_per_round)
+                Zx, fails = extend_columns(E, T, Zc, add_per_round, bounds=bounds)
             gap = (upper - gain) / max(W - gain, 1e-12)
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
