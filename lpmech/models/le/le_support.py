@@ -101,9 +101,10 @@ def _pairs_lp(F: np.ndarray) -> tuple[highspy.Highs, sp.csr_matrix]:
     return h, A
 
 
-def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray) -> float:
+def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray):
     """A valid upper bound of max g·v over the model's polytope, from the LP's multipliers:
-    with y ≤ 0 on the rows Av ≤ 0, −g·v ≥ (−g − Aᵀy)·v ≥ Σ min(0, ·) for v ∈ [0, 1]."""
+    with y ≤ 0 on the rows Av ≤ 0, −g·v ≥ (−g − Aᵀy)·v ≥ Σ min(0, ·) for v ∈ [0, 1]. Returns
+    ``(bound, active)``, ``active`` the rows with a non-zero multiplier."""
     h.changeColsCost(g.size, np.arange(g.size, dtype=np.int32), -g)
     h.run()
     if _STATUS.get(h.getModelStatus(), "error") != "optimal":
@@ -111,7 +112,7 @@ def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray) -> float:
         h.run()
     y = np.minimum(np.asarray(h.getSolution().row_dual), 0.0)
     rc = -g - A.T @ y
-    return float(-np.minimum(rc, 0.0).sum())
+    return float(-np.minimum(rc, 0.0).sum()), y < 0
 
 
 def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -124,19 +125,24 @@ def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return Z
 
 
-def envelopes(E: np.ndarray, T: np.ndarray, ZT: np.ndarray):
+def envelopes(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, *, argument: bool = False):
     """The least and the largest d-private extensions of each column given on the points T:
     ``lo[j, b] = max_s z_sb e^{−ε d_sj}``, ``hi[j, b] = min(1, min_s z_sb e^{ε d_sj})`` (m×|A|;
     ``E[i, j] = e^{−ε d_ij}``). Every extension lies between them, so a point j with
-    Σ_b lo[j, b] > 1 or Σ_b hi[j, b] < 1 cannot get a row summing to 1, whatever the others get."""
+    Σ_b lo[j, b] > 1 or Σ_b hi[j, b] < 1 cannot get a row summing to 1, whatever the others get.
+    With ``argument``, also the points of T that attain them (``s_lo``, ``s_hi``, m×|A|)."""
     m, a = E.shape[0], ZT.shape[1]
     ET = E[T]
     lo, hi = np.empty((m, a)), np.empty((m, a))
+    s_lo, s_hi = np.empty((m, a), np.int64), np.empty((m, a), np.int64)
+    cols = np.arange(m)
     with np.errstate(divide="ignore"):
         for b in range(a):
-            lo[:, b] = (ZT[:, b, None] * ET).max(axis=0)
-            hi[:, b] = np.minimum(1.0, (ZT[:, b, None] / ET).min(axis=0))
-    return lo, hi
+            low, high = ZT[:, b, None] * ET, ZT[:, b, None] / ET
+            s_lo[:, b], s_hi[:, b] = low.argmax(axis=0), high.argmin(axis=0)
+            lo[:, b] = low[s_lo[:, b], cols]
+            hi[:, b] = np.minimum(1.0, high[s_hi[:, b], cols])
+    return (lo, hi, T[s_lo], T[s_hi]) if argument else (lo, hi)
 
 
 def blocked_points(D: np.ndarray, T: np.ndarray, lo: np.ndarray, hi: np.ndarray, count: int,
@@ -206,7 +212,11 @@ class _Pairs:
 
     def keep(self, k: int, T: np.ndarray, R: sp.csr_matrix) -> None:
         i, j = row_pairs(R)
-        self.by_output.setdefault(k, set()).update(zip(T[i].tolist(), T[j].tolist()))
+        self.add(k, T[i], T[j])
+
+    def add(self, k: int, i: np.ndarray, j: np.ndarray) -> None:
+        """Rows (i, j) (global points) for output k's next core."""
+        self.by_output.setdefault(int(k), set()).update(zip(i.tolist(), j.tolist()))
 
 
 def _deeper(separate, times: int):
@@ -250,17 +260,27 @@ def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP):
 
 
 def _price(E, w, T, lam, thr):
-    """Upper bounds of every output's price V_k (module docstring, step 2) and which were solved."""
+    """Upper bounds of every output's price V_k (module docstring, step 2), which were solved,
+    and the rows active at the solved prices above ``thr`` (``seeds``: output → global pairs
+    (i, j), the rows a core column for that output will likely need)."""
     m = w.size
     inT = np.zeros(m, bool)
     inT[T] = True
     h, A = _pairs_lp(E[np.ix_(T, T)])
-    V0 = _max_value(h, A, -lam)
+    V0 = _max_value(h, A, -lam)[0]
     exact = np.full(m, np.nan)
+    seeds = {}
+
+    def seed(k, P, R, active):
+        if exact[k] > thr:
+            i, j = row_pairs(R[active])
+            seeds[int(k)] = (P[i], P[j])
+
     for s, k in enumerate(T):
         g = -lam.copy()
         g[s] += w[k]
-        exact[k] = _max_value(h, A, g)
+        exact[k], active = _max_value(h, A, g)
+        seed(k, T, A, active)
     with np.errstate(divide="ignore"):
         Einv = 1.0 / E  # e^{ε d} (inf past underflow: no bound from there)
     bound = np.minimum(w + max(V0, 0.0),
@@ -270,10 +290,11 @@ def _price(E, w, T, lam, thr):
             continue
         P = np.append(T, k)
         hk, Ak = _pairs_lp(E[np.ix_(P, P)])
-        exact[k] = _max_value(hk, Ak, np.append(-lam, w[k]))
+        exact[k], active = _max_value(hk, Ak, np.append(-lam, w[k]))
+        seed(k, P, Ak, active)
         bound = np.minimum(bound, exact[k] + np.maximum(0.0, w * Einv[k] - w[k]))
     values = np.where(np.isnan(exact), bound, np.minimum(exact, bound))
-    return np.maximum(values, 0.0), exact
+    return np.maximum(values, 0.0), exact, seeds
 
 
 def _spacing(D: np.ndarray) -> float:
@@ -339,7 +360,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if status != "optimal":
                 break
             thr = 0.1 * tol * max(W - gain, 1e-12) / m
-            values, exact = _price(E, w, T, lam, thr)
+            values, exact, seeds = _price(E, w, T, lam, thr)
             own = float(lam.sum() + values.sum())  # this core's bound
             upper = min(upper, own)
             outside = np.ones(m, bool)
@@ -350,7 +371,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
-            bounds = envelopes(E, T, Zc)
+            *bounds, s_lo, s_hi = envelopes(E, T, Zc, argument=True)
             fails = blocked_points(D, T, *bounds, add_per_round, spread)
             blocked = len(fails)
             if not fails:
@@ -377,6 +398,15 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if deadline is not None and time.perf_counter() > deadline:
                 status = "time_limit"
                 break
+            # the next core starts from rows likely active: a new point's envelope rows in
+            # each column, a new output's rows active at its price
+            grown = np.setdiff1d(np.array(new + fails, dtype=np.int64), T)
+            for b, k in enumerate(A):
+                pairs.add(k, s_lo[grown, b], grown)
+                pairs.add(k, grown, s_hi[grown, b])
+            for k in new:
+                if k in seeds:
+                    pairs.add(k, *seeds[k])
             T = np.union1d(T, np.array(new + fails, dtype=np.int64))
             A = np.union1d(A, np.array(new, dtype=np.int64))
             status = "iteration_limit"
