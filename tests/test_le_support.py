@@ -10,7 +10,13 @@ from lpmech.errors import InputError
 from lpmech.instance import grid, points
 from lpmech.mechanism import realized_epsilon
 from lpmech.models import le as L
-from lpmech.models.le.le_support import blocked_points, envelopes, extend_columns, solve_support
+from lpmech.models.le.le_support import (
+    blocked_points,
+    envelope_pairs,
+    envelopes,
+    extend_columns,
+    solve_support,
+)
 
 
 def _instance(kind: str, seed: int, alpha: float):
@@ -109,6 +115,31 @@ def test_envelopes_bound_every_extension_and_are_d_private(eps):
     Z, fails = extend_columns(E, T, ZT, max_fail=inst.K)
     placed = np.setdiff1d(np.arange(inst.K), np.asarray(fails, dtype=int))
     assert (Z[placed] >= lo[placed] - 1e-15).all() and (Z[placed] <= hi[placed] + 1e-15).all()
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_envelope_pairs_are_the_rows_that_set_each_envelope(depth):
+    """The rows a new point starts with in a core column: for each point j outside T, the
+    ``depth`` points s of T with the largest z_s e^{−ε d_sj} (rows (s, j)) and the smallest
+    z_s e^{ε d_sj} (rows (j, s)), by a brute sort; at depth 1 they attain the envelopes."""
+    eps = 3.0
+    inst, T, ZT = _spread_core(eps)
+    E = np.exp(-eps * inst.metric)
+    J = np.setdiff1d(np.arange(inst.K), T)
+    lo, hi = envelopes(E, T, ZT)
+    for b in range(ZT.shape[1]):
+        i, j = envelope_pairs(E, T, ZT[:, b], J, depth)
+        assert i.size == j.size == 2 * depth * J.size
+        for p in J:
+            low = {int(s): ZT[t, b] * E[s, p] for t, s in enumerate(T)}
+            high = {int(s): ZT[t, b] / E[s, p] for t, s in enumerate(T)}
+            got_lo = {int(s) for s, q in zip(i, j) if q == p}
+            got_hi = {int(s) for q, s in zip(i, j) if q == p}
+            assert sorted(low[s] for s in got_lo) == sorted(low.values())[-depth:]
+            assert sorted(high[s] for s in got_hi) == sorted(high.values())[:depth]
+            if depth == 1:
+                assert low[got_lo.pop()] == lo[p, b]
+                assert min(1.0, high[got_hi.pop()]) == hi[p, b]
 
 
 def test_blocked_points_are_those_no_row_can_fill():

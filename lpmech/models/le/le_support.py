@@ -16,7 +16,8 @@ path solves it on a small set T of points and a set A ⊆ T of outputs:
    function on a subset of a metric space extends to the whole space (McShane), within [0, 1].
    V_k is computed by an LP on T ∪ {k}, bounded from its own multipliers (valid whatever the
    solver's tolerance); V_k ≤ V_j + max(0, w_k e^{ε d_jk} − w_j) (as v_k ≤ e^{ε d_jk} v_j) and
-   V_k ≤ w_k + V_0 skip most of the LPs. An output with V_k > 0 joins A (and T), while this
+   V_k ≤ w_k + V_0 skip most of the LPs (also on T: a cell of weight ~0, 40 % of T on
+   Gowalla, has V_k within w_k of V_0). An output with V_k > 0 joins A (and T), while this
    core's own bound lags its objective by more than tol.
 3. **Blocked points.** Every d-private extension of a core column lies between its envelopes,
    the largest value the points of T force (max_s z_s e^{−ε d_sj}) and the smallest they allow
@@ -30,6 +31,12 @@ path solves it on a small set T of points and a set A ⊆ T of outputs:
    at a time, most constrained first: a point's entries are placed at the same fraction of their
    envelopes (narrowed by the points placed before) so that the row sums to 1. A point where they
    cannot meet 1 joins T.
+
+Each core starts from the d-privacy rows found before (kept per output as point pairs), and
+rows likely active where T or A just grew: for a point that joins T, the rows that set its
+envelopes in each column (:func:`envelope_pairs`); for an output that joins A, the rows active at
+its price and those setting its maximiser's envelopes at the new points. On Gowalla 32×32 at
+ε = 0.7 this cut the lazy rounds of the early cores from 10–12 to 4–5.
 
 The loop ends when the extension succeeds and no output prices out; the result is then a full
 mechanism with the core's objective and a Lagrangian bound (the engine certifies the matrix on all
@@ -59,7 +66,7 @@ from ...solvers.result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
 
-__all__ = ["blocked_points", "envelopes", "extend_columns", "solve_support"]
+__all__ = ["blocked_points", "envelope_pairs", "envelopes", "extend_columns", "solve_support"]
 
 #: rows of the d-privacy start of each core column: pairs with each point's nearest neighbours in T
 CORE_NEAR = 2
@@ -82,6 +89,9 @@ PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tole
 #: rows per violated entry per lazy round of the core (:func:`_deeper`): a 32×32 core of 124
 #: points × 64 outputs took 6 rounds and 33 s with 3 (6: the same), 10 rounds and 52 s with 1
 CORE_CUTS = 3
+#: rows per envelope side that a point joining T starts with in each core column
+#: (:func:`envelope_pairs`)
+SEED_DEPTH = 1
 #: a point is blocked when its envelopes miss 1 by more than this (:func:`blocked_points`)
 BLOCK_TOL = 1e-12
 #: blocked points added in one round lie this many nearest-neighbour spacings apart
@@ -104,7 +114,7 @@ def _pairs_lp(F: np.ndarray) -> tuple[highspy.Highs, sp.csr_matrix]:
 def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray):
     """A valid upper bound of max g·v over the model's polytope, from the LP's multipliers:
     with y ≤ 0 on the rows Av ≤ 0, −g·v ≥ (−g − Aᵀy)·v ≥ Σ min(0, ·) for v ∈ [0, 1]. Returns
-    ``(bound, active)``, ``active`` the rows with a non-zero multiplier."""
+    ``(bound, active, v)``: ``active`` the rows with a non-zero multiplier, v the maximiser."""
     h.changeColsCost(g.size, np.arange(g.size, dtype=np.int32), -g)
     h.run()
     if _STATUS.get(h.getModelStatus(), "error") != "optimal":
@@ -112,7 +122,7 @@ def _max_value(h: highspy.Highs, A: sp.csr_matrix, g: np.ndarray):
         h.run()
     y = np.minimum(np.asarray(h.getSolution().row_dual), 0.0)
     rc = -g - A.T @ y
-    return float(-np.minimum(rc, 0.0).sum()), y < 0
+    return float(-np.minimum(rc, 0.0).sum()), y < 0, np.asarray(h.getSolution().col_value)
 
 
 def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -125,24 +135,34 @@ def _clean(F: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return Z
 
 
-def envelopes(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, *, argument: bool = False):
+def envelopes(E: np.ndarray, T: np.ndarray, ZT: np.ndarray):
     """The least and the largest d-private extensions of each column given on the points T:
     ``lo[j, b] = max_s z_sb e^{−ε d_sj}``, ``hi[j, b] = min(1, min_s z_sb e^{ε d_sj})`` (m×|A|;
     ``E[i, j] = e^{−ε d_ij}``). Every extension lies between them, so a point j with
-    Σ_b lo[j, b] > 1 or Σ_b hi[j, b] < 1 cannot get a row summing to 1, whatever the others get.
-    With ``argument``, also the points of T that attain them (``s_lo``, ``s_hi``, m×|A|)."""
+    Σ_b lo[j, b] > 1 or Σ_b hi[j, b] < 1 cannot get a row summing to 1, whatever the others get."""
     m, a = E.shape[0], ZT.shape[1]
     ET = E[T]
     lo, hi = np.empty((m, a)), np.empty((m, a))
-    s_lo, s_hi = np.empty((m, a), np.int64), np.empty((m, a), np.int64)
-    cols = np.arange(m)
     with np.errstate(divide="ignore"):
         for b in range(a):
-            low, high = ZT[:, b, None] * ET, ZT[:, b, None] / ET
-            s_lo[:, b], s_hi[:, b] = low.argmax(axis=0), high.argmin(axis=0)
-            lo[:, b] = low[s_lo[:, b], cols]
-            hi[:, b] = np.minimum(1.0, high[s_hi[:, b], cols])
-    return (lo, hi, T[s_lo], T[s_hi]) if argument else (lo, hi)
+            lo[:, b] = (ZT[:, b, None] * ET).max(axis=0)
+            hi[:, b] = np.minimum(1.0, (ZT[:, b, None] / ET).min(axis=0))
+    return lo, hi
+
+
+def envelope_pairs(E: np.ndarray, P: np.ndarray, v: np.ndarray, J: np.ndarray, depth: int):
+    """The rows that likely bind a column ``v`` (given on the points P) at new points J: for
+    each j, the ``depth`` points s of P with the largest v_s e^{−ε d_sj} (rows (s, j): they set
+    its least extension) and the smallest v_s e^{ε d_sj} (rows (j, s): its largest). Global
+    pairs ``(i, j)`` of rows e^{−ε d_ij} z_i ≤ z_j."""
+    G = E[np.ix_(P, J)]
+    depth = min(depth, P.size)
+    with np.errstate(divide="ignore"):
+        low, high = v[:, None] * G, v[:, None] / G
+    s_lo = np.argpartition(-low, depth - 1, axis=0)[:depth]
+    s_hi = np.argpartition(high, depth - 1, axis=0)[:depth]
+    jj = np.broadcast_to(J, (depth, J.size))
+    return np.concatenate([P[s_lo].ravel(), jj.ravel()]), np.concatenate([jj.ravel(), P[s_hi].ravel()])
 
 
 def blocked_points(D: np.ndarray, T: np.ndarray, lo: np.ndarray, hi: np.ndarray, count: int,
@@ -261,8 +281,9 @@ def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP):
 
 def _price(E, w, T, lam, thr):
     """Upper bounds of every output's price V_k (module docstring, step 2), which were solved,
-    and the rows active at the solved prices above ``thr`` (``seeds``: output → global pairs
-    (i, j), the rows a core column for that output will likely need)."""
+    and, for the solved prices above ``thr``, ``seeds``: output → (its points P, its maximiser
+    v on them, the global pairs (i, j) of the rows active there): a core column for that output
+    will likely need those rows, and those of v's envelopes at points that join T."""
     m = w.size
     inT = np.zeros(m, bool)
     inT[T] = True
@@ -271,27 +292,30 @@ def _price(E, w, T, lam, thr):
     exact = np.full(m, np.nan)
     seeds = {}
 
-    def seed(k, P, R, active):
+    def seed(k, P, R, active, v):
         if exact[k] > thr:
             i, j = row_pairs(R[active])
-            seeds[int(k)] = (P[i], P[j])
+            seeds[int(k)] = (P, v, P[i], P[j])
 
     for s, k in enumerate(T):
+        if w[k] <= thr:  # V_0 ≤ V_k ≤ V_0 + w_k: no LP (the empty cells of real data; the same
+            continue  # outside T below)
         g = -lam.copy()
         g[s] += w[k]
-        exact[k], active = _max_value(h, A, g)
-        seed(k, T, A, active)
+        exact[k], active, v = _max_value(h, A, g)
+        seed(k, T, A, active, v)
     with np.errstate(divide="ignore"):
         Einv = 1.0 / E  # e^{ε d} (inf past underflow: no bound from there)
+    VT = np.where(np.isnan(exact[T]), w[T] + max(V0, 0.0), exact[T])  # bounds of V_k on T
     bound = np.minimum(w + max(V0, 0.0),
-                       (exact[T, None] + np.maximum(0.0, w[None, :] * Einv[T] - w[T, None])).min(axis=0))
+                       (VT[:, None] + np.maximum(0.0, w[None, :] * Einv[T] - w[T, None])).min(axis=0))
     for k in np.argsort(-w, kind="stable"):
-        if inT[k] or bound[k] <= thr:
+        if inT[k] or bound[k] <= thr or w[k] <= thr:
             continue
         P = np.append(T, k)
         hk, Ak = _pairs_lp(E[np.ix_(P, P)])
-        exact[k], active = _max_value(hk, Ak, np.append(-lam, w[k]))
-        seed(k, P, Ak, active)
+        exact[k], active, v = _max_value(hk, Ak, np.append(-lam, w[k]))
+        seed(k, P, Ak, active, v)
         bound = np.minimum(bound, exact[k] + np.maximum(0.0, w * Einv[k] - w[k]))
     values = np.where(np.isnan(exact), bound, np.minimum(exact, bound))
     return np.maximum(values, 0.0), exact, seeds
@@ -371,7 +395,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
-            *bounds, s_lo, s_hi = envelopes(E, T, Zc, argument=True)
+            bounds = envelopes(E, T, Zc)
             fails = blocked_points(D, T, *bounds, add_per_round, spread)
             blocked = len(fails)
             if not fails:
@@ -402,11 +426,12 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             # each column, a new output's rows active at its price
             grown = np.setdiff1d(np.array(new + fails, dtype=np.int64), T)
             for b, k in enumerate(A):
-                pairs.add(k, s_lo[grown, b], grown)
-                pairs.add(k, grown, s_hi[grown, b])
+                pairs.add(k, *envelope_pairs(E, T, Zc[:, b], grown, SEED_DEPTH))
             for k in new:
                 if k in seeds:
-                    pairs.add(k, *seeds[k])
+                    Pk, v, i, j = seeds[k]
+                    pairs.add(k, i, j)
+                    pairs.add(k, *envelope_pairs(E, Pk, v, np.setdiff1d(grown, Pk), SEED_DEPTH))
             T = np.union1d(T, np.array(new + fails, dtype=np.int64))
             A = np.union1d(A, np.array(new, dtype=np.int64))
             status = "iteration_limit"
