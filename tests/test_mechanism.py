@@ -294,6 +294,42 @@ def test_certify_violations_match_brute_force(seed, gamma):
     assert cert.satisfied == (brute_epsilon(z, d, gamma) <= eps * (1 + EPS_RTOL))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_certify_with_unused_outputs_matches_brute_force(seed):
+    """A mechanism from an LP uses few outputs: the certifiers skip the columns of zeros, and
+    every figure (worst violation 0 from those columns, counts over all columns, realised ε) still
+    equals the brute loops; so do the separation's violated entries (output indices kept)."""
+    from lpmech.design.geoind import most_violated
+
+    rng = np.random.default_rng(seed)
+    m, eps = 8, 0.7
+    d = random_metric(rng, m, "euclid")
+    z = np.zeros((m, m))
+    used = rng.choice(m, 3, replace=False)
+    z[:, used] = rng.uniform(0.2, 1.0, (m, 3))
+    z /= z.sum(axis=1, keepdims=True)
+    cert = certify(z, d, eps)
+    worst, n_bad, total, n = brute_violations(z, d, eps)
+    assert cert.n_constraints == n == m * (m - 1) * m
+    assert cert.worst_violation == pytest.approx(worst, rel=1e-12, abs=0.0)
+    assert cert.violation_ratio == pytest.approx(n_bad / n, rel=1e-12)
+    assert cert.violation_magnitude == pytest.approx(total / max(n_bad, 1), rel=1e-10)
+    assert cert.realized_epsilon == pytest.approx(brute_epsilon(z, d), rel=1e-12)
+    F = np.exp(-eps * d)
+    np.fill_diagonal(F, 0.0)
+    i, j, k, v = most_violated(F, z, tol=1e-12)
+    brute = {}
+    for kk in range(m):
+        for jj in range(m):
+            vals = F[:, jj] * z[:, kk] - z[jj, kk]
+            if vals.max() > 1e-12:
+                brute[(jj, kk)] = (int(vals.argmax()), vals.max())
+    assert brute and n_bad > 0  # the check sees violations
+    assert {(int(a), int(b)) for a, b in zip(j, k)} == set(brute)
+    for a, b, c, val in zip(i, j, k, v):
+        assert brute[(int(b), int(c))] == (int(a), pytest.approx(val, rel=1e-12))
+
+
 def test_certify_feasible_matrix_has_no_violation():
     rng = np.random.default_rng(2)
     d = random_metric(rng, 6, "euclid")

@@ -125,6 +125,12 @@ def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, pre
     K² pairs of each column, chunked to bound memory).
     """
     Z = Z.reshape(F.shape[0], -1)
+    used = np.nonzero((Z != 0).any(axis=0))[0]
+    if used.size < Z.shape[1] and tol >= 0:  # a column of zeros violates no row (F ≥ 0)
+        if used.size == 0:
+            return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
+        i, j, k, v = most_violated(F, Z[:, used], tol, None if present is None else present[:, :, used])
+        return i, j, used[k], v
     K, n = Z.shape
     best = np.empty((K, n))
     arg = np.empty((K, n), dtype=np.int64)
