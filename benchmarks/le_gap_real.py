@@ -13,8 +13,9 @@ fails, and this script measures by how much LE misses the optimum:
 * the LP-dual test min(E⁻¹w) is printed beside it;
 * the exact LP by support generation (``--method support``, the default:
   ``lpmech.models.le.le_support``, a core LP on a growing set of points, exact pricing, blocked
-  points and a greedy extension to all points; ``solve_s`` is its time, ``time_s`` adds the
-  relaxation bound and the tent-filler) or an engine path (``outputs``: output generation, its
+  points and a greedy extension to all points; ``solve_s`` is the time of ``le.solve``, the LP
+  and the certification of its mechanism on every pair, ``time_s`` adds the relaxation bound and
+  the tent-filler) or an engine path (``outputs``: output generation, its
   restricted LP by ``--lp``);
 * baseline in the same process: support generation against output generation with its
   restricted LP by ``--lp`` (interior point by default, the previous path) at ``--baseline-size``
