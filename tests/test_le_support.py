@@ -63,6 +63,22 @@ def test_every_rounds_bound_is_valid():
     assert cut.stats["bound"] == pytest.approx(bounds[0], rel=1e-12)  # kept at the stop
 
 
+@pytest.mark.parametrize("eps", [0.7, 2.0])
+def test_empty_cells_priced_without_an_lp_keep_every_bound_valid(eps):
+    """Real counts leave cells empty (w_k = 0): their prices come from V_0 with no LP. Every
+    round's bound stays under the full LP's optimum and the certified optimum equals it."""
+    rng = np.random.default_rng(7)
+    inst = grid(6, 6)
+    counts = rng.poisson(3.0, inst.K) * (rng.random(inst.K) < 0.5)
+    inst = inst.with_prior(counts / counts.sum())
+    assert (inst.prior == 0).sum() >= 12
+    full = L.solve(inst, eps, path="lp", lp_method="full")
+    res = solve_support(inst, eps, add_per_round=4)
+    assert res.status == "optimal"
+    assert max(t["bound"] for t in res.stats["trace"]) <= full.objective + 1e-9
+    assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
+
+
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_extension_keeps_the_core_and_is_d_private(eps):
     """extend_columns: rows sum to 1, entries on T unchanged, every pair of every column within
