@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from ..instance import Instance
-from ..mechanism import check_epsilon
+from ..mechanism import check_epsilon, used_columns
 from .notion import SEPARATION_TOL, Notion, NotionCertificate
 
 # ------------------------------------------------------------------- the factor matrix of an instance
@@ -125,7 +125,7 @@ def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, pre
     K² pairs of each column, chunked to bound memory).
     """
     Z = Z.reshape(F.shape[0], -1)
-    used = np.nonzero((Z != 0).any(axis=0))[0]
+    used = used_columns(Z)
     if used.size < Z.shape[1] and tol >= 0:  # a column of zeros violates no row (F ≥ 0)
         if used.size == 0:
             return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)

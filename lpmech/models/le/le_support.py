@@ -383,7 +383,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                                           lp=EXACT_CORE_LP if vertex else CORE_LP)
             if status != "optimal":
                 break
-            thr = 0.1 * tol * max(W - gain, 1e-12) / m
+            cost = max(W - gain, 1e-12)
+            thr = 0.1 * tol * cost / m
             values, exact, seeds = _price(E, w, T, lam, thr)
             own = float(lam.sum() + values.sum())  # this core's bound
             upper = min(upper, own)
@@ -391,7 +392,6 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             outside[A] = False
             new = [int(k) for k in np.argsort(-values, kind="stable")
                    if values[k] > thr and outside[k]][:add_outputs]
-            cost = max(W - gain, 1e-12)
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
@@ -400,7 +400,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             blocked = len(fails)
             if not fails:
                 Zx, fails = extend_columns(E, T, Zc, add_per_round, bounds=bounds)
-            gap = (upper - gain) / max(W - gain, 1e-12)
+            gap = (upper - gain) / cost
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
                           "blocked": blocked, "extension_fails": len(fails) - blocked,
