@@ -11,6 +11,7 @@ from lpmech.instance import grid, points
 from lpmech.mechanism import realized_epsilon
 from lpmech.models import le as L
 from lpmech.models.le.le_support import (
+    _PricingLP,
     blocked_points,
     envelope_pairs,
     envelopes,
@@ -156,6 +157,35 @@ def test_envelope_pairs_are_the_rows_that_set_each_envelope(depth):
             if depth == 1:
                 assert low[got_lo.pop()] == lo[p, b]
                 assert min(1.0, high[got_hi.pop()]) == hi[p, b]
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), eps=st.sampled_from([0.3, 0.7, 1.5, 4.0]),
+       near=st.sampled_from([1, 4]))
+def test_lazy_pricing_lp_equals_the_lp_with_every_row(seed, eps, near):
+    """A pricing LP with lazy rows, asked for several costs in turn (the rows it gained stay), gives
+    the maximum of the LP with all s(s−1) rows by scipy's HiGHS, to 1e-10: its bound is never
+    below it, its maximiser is feasible on every row and attains it, and the reported active rows
+    are rows of the model."""
+    rng = np.random.default_rng(seed)
+    s = 20
+    D = points(rng.uniform(0, 4, size=(s, 2))).metric
+    F = np.exp(-eps * D)
+    lp = _PricingLP.near(F, near)
+    i, j = np.nonzero(~np.eye(s, dtype=bool))
+    rows = np.zeros((i.size, s))
+    rows[np.arange(i.size), i] = F[i, j]
+    rows[np.arange(i.size), j] = -1.0
+    for _ in range(4):
+        g = rng.normal(size=s) * rng.uniform(0, 1, size=s) ** 3  # mostly small, some large
+        full = linprog(-g, A_ub=rows, b_ub=np.zeros(i.size), bounds=(0, 1), method="highs")
+        bound, (ai, aj), v = lp.max_value(g)
+        assert bound >= -full.fun - 1e-11 * (1 + abs(full.fun))
+        assert bound <= -full.fun + 1e-10 * (1 + abs(full.fun))
+        assert g @ v == pytest.approx(-full.fun, abs=1e-10)
+        assert (F * v[:, None] - v[None, :]).max() <= 1e-12 and v.min() >= 0 and v.max() <= 1
+        assert lp.has[ai, aj].all()
+    assert lp.has.sum() < i.size  # it did leave rows out
 
 
 def test_blocked_points_are_those_no_row_can_fill():
