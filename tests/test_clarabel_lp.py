@@ -1,6 +1,7 @@
-"""Clarabel's LP path (lpmech.solvers.clarabel_lp and LazyLP(method="clarabel")) against HiGHS
-through SciPy: the same optimum, and multipliers in HiGHS' sign convention (their Lagrangian bound,
-computed by our certificate code, meets the optimum from below)."""
+"""Clarabel's LP path (lpmech.solvers.clarabel_lp, LazyLP(method="clarabel")) and the race of
+Clarabel against HiGHS' interior point (lpmech.solvers.race) against HiGHS through SciPy: the same
+optimum, and multipliers in HiGHS' sign convention (their Lagrangian bound, computed by our
+certificate code, meets the optimum from below)."""
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from lpmech.certificate import lagrangian_bound
+from lpmech.solvers import race
 from lpmech.solvers.clarabel_lp import solve_lp
 from lpmech.solvers.cutting_planes import LazyLP
 
@@ -82,7 +84,7 @@ def test_lazy_lp_by_clarabel_equals_simplex():
 
     ref = linprog(c, A_ub=P, b_ub=b, bounds=(0, 2), method="highs")
     out = {}
-    for method in ("simplex", "clarabel"):
+    for method in ("simplex", "clarabel", "race"):
         lazy = LazyLP(c, np.zeros(n), np.full(n, 2.0), make_oracle(), method=method)
         out[method] = lazy.solve()
         assert out[method].status == "optimal"
@@ -90,3 +92,43 @@ def test_lazy_lp_by_clarabel_equals_simplex():
         assert out[method].bound <= ref.fun + 1e-9
         assert out[method].bound >= ref.fun - 1e-6 * (1 + abs(ref.fun))
     assert out["clarabel"].rounds >= 2  # the oracle was used
+    assert out["race"].trace[-1]["solver"] in race.SOLVERS
+
+
+@pytest.mark.parametrize("racers", [("clarabel",), ("ipx",), race.SOLVERS])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_race_matches_highs_and_its_multipliers_bound_the_optimum(monkeypatch, racers, seed):
+    """Each racer alone, and both, give scipy's optimum and multipliers in HiGHS' convention."""
+    monkeypatch.setattr(race, "SOLVERS", racers)
+    monkeypatch.setattr(race, "MIN_VARIABLES", 0)
+    c, A, lo, hi, col_lo, col_hi = _random_lp(seed, 10, 12)
+    ref = _scipy(c, A, lo, hi, col_lo, col_hi)
+    assert ref.status == 0
+    status, x, y, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+    assert status == "optimal" and who in racers
+    scale = 1.0 + abs(ref.fun)
+    assert c @ x == pytest.approx(ref.fun, abs=1e-6 * scale)
+    bound = lagrangian_bound(c, A, lo, hi, col_lo, col_hi, y)
+    assert ref.fun - 1e-6 * scale <= bound <= ref.fun + 1e-9 * scale
+
+
+def test_race_survives_a_failing_racer(monkeypatch):
+    """A racer that raises (or dies) loses: the other's answer comes back; both failing gives
+    the failure, not a hang."""
+    real = race._solve
+
+    def broken(which, *args):
+        if which == "clarabel":
+            raise RuntimeError("boom")
+        return real(which, *args)
+
+    monkeypatch.setattr(race, "_solve", broken)
+    monkeypatch.setattr(race, "MIN_VARIABLES", 0)
+    c, A, lo, hi, col_lo, col_hi = _random_lp(5, 8, 10)
+    ref = _scipy(c, A, lo, hi, col_lo, col_hi)
+    status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+    assert status == "optimal" and who == "ipx"
+    assert c @ x == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
+    monkeypatch.setattr(race, "_solve", lambda *a: (_ for _ in ()).throw(RuntimeError("both")))
+    status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+    assert status == "error" and x is None

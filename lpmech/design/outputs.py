@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 __all__ = ["LP_METHODS", "restricted_lp", "solve_outputs"]
 
 #: how :func:`solve_outputs` solves its restricted LP (``lp``)
-LP_METHODS = ("simplex", "ipm", "clarabel")
+LP_METHODS = ("simplex", "ipm", "clarabel", "race")
 
 
 def _valid(y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -71,7 +71,9 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
             LP (8) do, on which dual simplex stalled at ε = 2; slower on LIP rows; measured in
             ``benchmarks/le_gap_real.py``), or ``"clarabel"`` (Clarabel's interior point every
             time, :mod:`lpmech.solvers.clarabel_lp`: its direct factorisation was 2.3× faster than
-            HiGHS' on the d-privacy cores of :mod:`lpmech.models.le.le_support`).
+            HiGHS' on the d-privacy cores of :mod:`lpmech.models.le.le_support`), or ``"race"``
+            (Clarabel and HiGHS' interior point at once in two processes, the first to finish
+            wins: :mod:`lpmech.solvers.race`).
             The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
             of the multipliers and the engine certifies (and repairs) the point.
     """
@@ -221,11 +223,11 @@ def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = Tr
         return P, np.full(P.shape[0], -np.inf), np.zeros(P.shape[0])
 
     barrier = ipm and lp == "ipm"  # interior point without crossover throughout
-    conic = lp == "clarabel"  # Clarabel's interior point throughout
+    conic = lp in ("clarabel", "race")  # Clarabel's interior point (or the race) throughout
     first = [ipm and not barrier and not conic]
     col_hi = np.concatenate([HI[:, S].ravel(), np.repeat(aux, m)])
     lazy = LazyLP(c, np.zeros(N * m), col_hi, separate, A=sp.vstack(blocks, format="csr"),
-                  method="clarabel" if conic else "ipm" if ipm else "simplex",
+                  method=lp if conic else "ipm" if ipm else "simplex",
                   options={"run_crossover": "off"} if barrier else None, final_crossover=barrier,
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))

@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from ..certificate import lagrangian_bound
 from ..errors import InputError
+from . import race
 from .clarabel_lp import TOL as CLARABEL_TOL
 from .clarabel_lp import solve_lp
 from .highs import _STATUS, add_rows, needs_polish, new_highs, set_time_left, tighten
@@ -61,7 +62,9 @@ class LazyLP:
         A, row_lo, row_hi: optional rows to start with (scipy-sparse).
         method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold), or
             ``"clarabel"``: Clarabel's interior point (:mod:`lpmech.solvers.clarabel_lp`), cold each
-            round, its point and multipliers interior (no vertex).
+            round, its point and multipliers interior (no vertex); or ``"race"``: Clarabel and
+            HiGHS' interior point at once in two processes, the first to finish wins
+            (:mod:`lpmech.solvers.race`; the trace's ``solver`` says which).
         options, verbose: passed to HiGHS (not to Clarabel).
         final_crossover: for ``"ipm"`` without crossover: once the oracle finds no row, solve the
             same LP once more with crossover for its multipliers (exact to the simplex tolerances: an
@@ -81,9 +84,11 @@ class LazyLP:
         if self.col_lo.shape != (n,) or self.col_hi.shape != (n,):
             raise InputError("LazyLP: c, col_lo and col_hi must have the same length")
         self.separate = separate
-        self.clarabel = method == "clarabel"
+        self.clarabel = method in ("clarabel", "race")  # cold interior point each round
+        self.race = method == "race"
         self.final_crossover = bool(final_crossover) and not self.clarabel
         self.h = None
+        self.solver = method  # the solver of the last round (the race's winner)
         if not self.clarabel:
             self.h = new_highs(method, options=options, verbose=verbose)
             self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
@@ -157,7 +162,8 @@ class LazyLP:
             sep_s = time.perf_counter() - ts
             added = 0 if cut is None else cut[0].shape[0]
             trace.append({"round": rnd, "rows": self.n_rows, "added": added,
-                          "objective": float(self.c @ x), "solve_s": solve_s, "separate_s": sep_s})
+                          "objective": float(self.c @ x), "solve_s": solve_s, "separate_s": sep_s,
+                          "solver": self.solver})
             if added == 0:
                 if not crossed:
                     crossed = True
@@ -173,15 +179,21 @@ class LazyLP:
             self.add_rows(*cut)
         return self._outcome("time_limit", None, max_rounds, trace)
 
+    def _cold(self, A, lo, hi, left, tol):
+        """One cold interior-point solve (Clarabel, or the race): ``(status, x, duals)``."""
+        lp = (self.c, A, lo, hi, self.col_lo, self.col_hi)
+        if not self.race:
+            return solve_lp(*lp, time_limit=left, tol=tol)
+        status, x, y, self.solver = race.solve_lp(*lp, time_limit=left, tol=tol)
+        return status, x, y
+
     def _run(self, left: float | None, tight: bool):
         """One solve of the rows so far: ``(status, x, duals)``."""
         if self.clarabel:
             A, lo, hi = self.matrix()
-            got = solve_lp(self.c, A, lo, hi, self.col_lo, self.col_hi, time_limit=left,
-                           tol=CLARABEL_TOL * (1e-2 if tight else 1.0))
+            got = self._cold(A, lo, hi, left, CLARABEL_TOL * (1e-2 if tight else 1.0))
             if tight and got[0] != "optimal":  # the tighter tolerance out of reach: as before
-                got = solve_lp(self.c, A, lo, hi, self.col_lo, self.col_hi, time_limit=left,
-                               tol=CLARABEL_TOL)
+                got = self._cold(A, lo, hi, left, CLARABEL_TOL)
             return got
         if left is not None:
             set_time_left(self.h, left)
