@@ -84,12 +84,12 @@ class LazyLP:
         if self.col_lo.shape != (n,) or self.col_hi.shape != (n,):
             raise InputError("LazyLP: c, col_lo and col_hi must have the same length")
         self.separate = separate
-        self.clarabel = method in ("clarabel", "race")  # cold interior point each round
+        self.cold = method in ("clarabel", "race")  # a cold interior point each round, no HiGHS model
         self.race = method == "race"
-        self.final_crossover = bool(final_crossover) and not self.clarabel
+        self.final_crossover = bool(final_crossover) and not self.cold
         self.h = None
         self.solver = method  # the solver of the last round (the race's winner)
-        if not self.clarabel:
+        if not self.cold:
             self.h = new_highs(method, options=options, verbose=verbose)
             self.h.addVars(n, _finite(self.col_lo), _finite(self.col_hi))
             self.h.changeColsCost(n, np.arange(n, dtype=np.int32), self.c)
@@ -189,7 +189,7 @@ class LazyLP:
 
     def _run(self, left: float | None, tight: bool):
         """One solve of the rows so far: ``(status, x, duals)``."""
-        if self.clarabel:
+        if self.cold:
             A, lo, hi = self.matrix()
             got = self._cold(A, lo, hi, left, CLARABEL_TOL * (1e-2 if tight else 1.0))
             if tight and got[0] != "optimal":  # the tighter tolerance out of reach: as before
