@@ -19,6 +19,7 @@ from lpmech import instance as li
 from lpmech import quotient as lq
 from lpmech.mechanism import clean, geo_ind_closure
 from lpmech.models import omg
+from lpmech.models.le import range_loss
 
 SEPARATIONS = (0.0, 1e-13, 1e-11, 1e-7)
 
@@ -312,3 +313,55 @@ def test_cleaning_a_spiky_prior_lp_keeps_its_optimum():
     assert brute_epsilon(out, inst.metric) <= 1.0 * (1 + 1e-6)
     cost = float((inst.prior[:, None] * inst.loss * out).sum())
     assert cost == pytest.approx(float(lp.c @ raw), rel=1e-7)
+
+
+def lp8_optimum(inst, eps):
+    """LP (8)+(12) with every row written, by scipy's HiGHS: min Σ_i w_i Σ_k L_ik z_ik (L the loss
+    1[d_ik > 0] of :func:`lpmech.models.le.range_loss`, which counts d ≤ 1e-12 as 0) over
+    row-stochastic z with e^{−ε d_ij} z_ik ≤ z_jk for all i ≠ j and k, nothing reduced or merged
+    (rows with ε·d_ij > 20 are left out: factors under 2e-9, which HiGHS would drop anyway)."""
+    from scipy.optimize import linprog
+
+    K, w, d = inst.K, inst.prior / inst.prior.sum(), inst.metric
+    i, j = np.nonzero(~np.eye(K, dtype=bool) & (eps * d <= 20))
+    rows = np.arange(i.size * K)
+    k = np.tile(np.arange(K), i.size)
+    ii, jj = np.repeat(i, K), np.repeat(j, K)
+    A = csr_matrix((np.concatenate([np.exp(-eps * d[ii, jj]), -np.ones(rows.size)]),
+                    (np.concatenate([rows, rows]), np.concatenate([ii * K + k, jj * K + k]))),
+                   shape=(rows.size, K * K))
+    c = (w[:, None] * range_loss(d)).ravel()
+    eq = csr_matrix((np.ones(K * K), (np.repeat(np.arange(K), K), np.arange(K * K))))
+    res = linprog(c, A_ub=A, b_ub=np.zeros(rows.size), A_eq=eq, b_eq=np.ones(K), bounds=(0, 1),
+                  method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=near_duplicate_instances(), eps=st.sampled_from([0.3, 1.0, 2.0]),
+       method=st.sampled_from(["full", "support"]))
+def test_le_lp_with_near_duplicates_is_certified_and_optimal(inst, eps, method):
+    """LP (8) of LE through the design engine on points 1e-7 … 0 apart: the engine's repair and
+    row renormalisation divided near-equal rows by different sums (two points 1e-7 apart certified
+    ε = 2.0017 at ε = 2, a CertificationError); the metric's group cleaning now certifies them.
+    Support generation (co-location form 1 − Σ w_k z_kk) refuses coincident points, whose loss
+    1[d > 0] differs. Checked against the raw LP with every row and a brute-force certificate."""
+    from lpmech.errors import InputError
+    from lpmech.models import le
+
+    loss = range_loss(inst.metric)
+    if method == "support" and (loss[~np.eye(inst.K, dtype=bool)] == 0).any():
+        with pytest.raises(InputError, match="coincident"):
+            le.solve(inst, eps, path="lp", lp_method=method)
+        return
+    w = inst.prior / inst.prior.sum()
+    res = le.solve(inst, eps, path="lp", lp_method=method)
+    z = res.mechanism.matrix
+    assert res.status == "optimal"
+    assert np.abs(z.sum(axis=1) - 1).max() <= 1e-12
+    assert brute_epsilon(z, inst.metric) <= eps * (1 + 1e-6)
+    assert res.objective == pytest.approx(float((w[:, None] * loss * z).sum()), abs=1e-12)
+    ref = lp8_optimum(inst, eps)
+    assert res.objective == pytest.approx(ref, rel=1e-6, abs=1e-8)
+    assert res.bound <= ref + 1e-8

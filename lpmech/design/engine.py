@@ -81,6 +81,8 @@ class _OutputMap(Notion):
         self.name = notion.name
         if hasattr(notion, "repair"):
             self.repair = notion.repair
+        if hasattr(notion, "clean"):
+            self.clean = notion.clean
 
     @property
     def parts(self):  # an intersection stays one for the starting columns and certificates

@@ -282,6 +282,18 @@ class GeoInd(Notion):
             out[:, a:b] = (T[:, :, None] * Z[:, None, a:b]).max(axis=0)
         return np.maximum(out, Z)
 
+    def clean(self, Z: np.ndarray) -> np.ndarray | None:
+        """The package's cleaning of a solver's matrix against the metric
+        (:func:`lpmech.mechanism.clean`: one common row per near-duplicate group, the quotient
+        closure, renormalised until certified), or None without a metric. The repair of
+        :meth:`repair` then renormalising rows divides near-equal rows by different sums: two
+        points 1e-7 apart at ε = 2 certified ε = 2.0017."""
+        if self.metric is None or self.epsilon is None:
+            return None
+        from ..mechanism import clean
+
+        return clean(Z, self.metric, self.epsilon, self.gamma)
+
     def certify(self, Z: np.ndarray) -> NotionCertificate:
         from ..mechanism import certify, realized_epsilon
 

@@ -439,9 +439,16 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     from ...design import solve as design_solve
 
     notion, C = lp_problem(instance, eps)
+    # coincident points (d = 0 off the diagonal): the loss 1[d_ik > 0] then counts reporting a
+    # twin as correct, which LP (8)'s co-location form 1 − Σ w_k z_kk (support generation's) does not
+    twins = bool((inst.loss[~np.eye(inst.K, dtype=bool)] == 0).any())
     method = lp_method
     if method == "auto":
-        method = "full" if inst.K <= FULL_LP_MAX else "support"
+        method = "full" if inst.K <= FULL_LP_MAX else "outputs" if twins else "support"
+    if method == "support" and twins:
+        raise InputError("LP(8) by support generation needs distinct points: coincident points "
+                         "(d = 0) make a twin's report correct under the loss 1[d > 0]; use "
+                         "lp_method='full' or 'outputs', or merge them (lpmech.quotient)")
     fell_back = None
     if method == "support":
         from ...design.problem import Problem, certified_result
