@@ -1,4 +1,5 @@
-"""OMG robustness sweep (issue 12): every exact method across ε, metric families and priors.
+"""OMG (or LE LP (8)) robustness sweep (issue 12): every exact method across ε, metric families and
+priors.
 
 Cells: ε ∈ {0.05, 0.3, 1, 4, 10, 30} × metrics {grid, points, graph, latlon, neardup} × priors
 {uniform, dirichlet, spiky} × methods {full, cutting-plane, decomposition, auto} at about ``--K``
@@ -15,6 +16,13 @@ other cell is listed at the end. Writes ``benchmarks/results/omg_sweep.csv`` and
     python benchmarks/omg_sweep.py --quick            # K = 16, ε ∈ {0.3, 4, 30}: about a minute
     python benchmarks/omg_sweep.py --K 36             # the full grid of cells
     python benchmarks/omg_sweep.py --K 100 --methods cutting-plane decomposition --time-limit 300
+
+``--model le`` (or ``benchmarks/le_sweep.py``) sweeps LE's LP (8)+(12) instead: methods full,
+support, outputs of :func:`lpmech.models.le.solve` (``path="lp"``) and its default ``auto`` path
+(LE when its dual test passes, else the LP), against the raw LP (8) with every row
+(:func:`lpmech.models.le.build_lp` + HiGHS); losses are 0/1, so the absolute floor is 1e-8.
+Support generation refuses coincident points (its co-location form differs from the loss
+1[d > 0] there): that refusal is the expected answer, counted ok with status ``refused``.
 """
 
 from __future__ import annotations
@@ -27,21 +35,50 @@ from pathlib import Path
 
 import numpy as np
 
+from lpmech.errors import InputError
 from lpmech.io import write_csv
-from lpmech.models import omg
+from lpmech.models import le, omg
 from lpmech.models.omg import omg_sweep as sw
 from lpmech.plotting import save_figure
 
 OUT = Path(__file__).resolve().parent / "results"
 
 
-def reference(inst, eps):
+LE_METHODS = ("full", "support", "outputs", "auto")
+
+
+def reference(inst, eps, model: str = "omg"):
     """(seconds, objective) of the raw full LP, or (seconds, None) if it does not solve."""
     t0 = time.perf_counter()
-    lp = omg.build_lp(inst, eps)
+    lp = omg.build_lp(inst, eps) if model == "omg" else le.build_lp(inst, eps)
     res = lp.solve()
     t = time.perf_counter() - t0
     return t, (float(lp.c @ res.x) if res.status == "optimal" else None)
+
+
+def le_cell(inst, eps, method, time_limit):
+    """LE's cell: the LP (8) by ``method``, or ``auto``: :func:`lpmech.models.le.solve`'s default."""
+    if method == "auto":
+        return le.solve(inst, eps, time_limit=time_limit)
+    return le.solve(inst, eps, path="lp", lp_method=method, time_limit=time_limit)
+
+
+def cell(inst, eps, method, ref, args) -> dict:
+    if args.model == "omg":
+        return sw.run_cell(inst, eps, method, reference=ref, time_limit=args.time_limit)
+    twins = (le.range_loss(inst.metric)[~np.eye(inst.K, dtype=bool)] == 0).any()
+    if method == "support" and twins:  # the expected refusal (see the module doc)
+        t0 = time.perf_counter()
+        try:
+            le_cell(inst, eps, method, args.time_limit)
+            refused = False
+        except InputError:
+            refused = True
+        return {"K": inst.K, "epsilon": eps, "method": method,
+                "status": "refused" if refused else "not_refused", "ok": refused,
+                "time_s": time.perf_counter() - t0, "eps_ok": True, "error": ""}
+    return sw.run_cell(inst, eps, method, reference=ref, time_limit=args.time_limit, solve=le_cell,
+                       scale=1.0)
 
 
 def run(args) -> list[dict]:
@@ -50,9 +87,9 @@ def run(args) -> list[dict]:
         for prior in args.priors:
             inst = sw.make_instance(metric, prior, args.K, args.seed)
             for eps in args.eps:
-                t_ref, ref = reference(inst, eps)
+                t_ref, ref = reference(inst, eps, args.model)
                 for method in args.methods:
-                    row = sw.run_cell(inst, eps, method, reference=ref, time_limit=args.time_limit)
+                    row = cell(inst, eps, method, ref, args)
                     row = {"metric": metric, "prior": prior, **row, "reference_s": t_ref,
                            "ratio_vs_full_lp": row["time_s"] / t_ref if t_ref > 0 else math.nan}
                     rows.append(row)
@@ -89,7 +126,9 @@ def heatmap(rows, args, path):
                 continue
             y = labels.index(f"{r['metric']}/{r['prior']}")
             x = list(args.eps).index(r["epsilon"])
-            if r["status"] != "optimal":
+            if r["status"] == "refused":
+                c, text = 0, "refused"
+            elif r["status"] != "optimal":
                 c, text = 3, r["status"].replace("_", " ")[:10]
             elif not r["eps_ok"]:
                 c, text = 2, f"ε {r['realized_epsilon']:.3g}"
@@ -105,7 +144,7 @@ def heatmap(rows, args, path):
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.set_xlabel("ε")
         ax.set_title(method, fontsize=9)
-    fig.suptitle(f"OMG sweep, K≈{args.K}: green ok (time), amber gap/agreement > 1e-6, "
+    fig.suptitle(f"{args.model.upper()} sweep, K≈{args.K}: green ok (time), amber gap/agreement > 1e-6, "
                  "red realised ε > ε(1+1e-6), dark: status", fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
@@ -117,13 +156,25 @@ def main(argv=None) -> int:
     ap.add_argument("--eps", type=float, nargs="+", default=list(sw.EPSILONS))
     ap.add_argument("--metrics", nargs="+", default=list(sw.METRICS), choices=sw.METRICS)
     ap.add_argument("--priors", nargs="+", default=list(sw.PRIORS), choices=sw.PRIORS)
-    ap.add_argument("--methods", nargs="+", default=list(sw.METHODS), choices=sw.METHODS)
+    ap.add_argument("--model", choices=("omg", "le"), default="omg",
+                    help="OMG, or LE's LP (8) (methods full, support, outputs, auto)")
+    ap.add_argument("--methods", nargs="+", default=None,
+                    choices=sorted(set(sw.METHODS) | set(LE_METHODS)),
+                    help="default: every method of the model")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--time-limit", type=float, default=120.0, help="seconds per cell")
     ap.add_argument("--quick", action="store_true", help="K = 16 and ε ∈ {0.3, 4, 30}")
-    ap.add_argument("--name", default="omg_sweep", help="file stem under benchmarks/results/")
+    ap.add_argument("--name", default=None, help="file stem under benchmarks/results/ "
+                    "(default: omg_sweep or le_sweep)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a cell is not ok")
     args = ap.parse_args(argv)
+    allowed = sw.METHODS if args.model == "omg" else LE_METHODS
+    if args.methods is None:
+        args.methods = list(allowed)
+    wrong = [m for m in args.methods if m not in allowed]
+    if wrong:
+        ap.error(f"--model {args.model} has no method {', '.join(wrong)}: use {', '.join(allowed)}")
+    args.name = args.name or f"{args.model}_sweep"
     if args.quick:
         args.K, args.eps = 16, [0.3, 4.0, 30.0]
     OUT.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
 from ...certificate import OptimalityCertificate
-from ...errors import InfeasibleError, InputError, SolverError
+from ...errors import CertificationError, InfeasibleError, InputError, SolverError
 from ...instance import Instance
 from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
 from ...progress import Progress
@@ -134,8 +134,10 @@ def _infeasible_message(p: np.ndarray, eps: float, threshold: float, where=None)
     k = int(np.argmin(p))
     at = f"{k}" if where is None else where(k)
     return (f"LE is infeasible at epsilon = {eps:g}: E^-1 1 has {bad.size} negative entries "
-            f"(min {p[k]:.4g} at location {at}), so Prop. 1's precondition fails; it holds for "
-            f"epsilon >= {threshold:.6g} (bisection). Use a larger epsilon, the LP (8) (small domains: "
+            f"(min {p[k]:.4g} at location {at}), so Prop. 1's precondition fails; "
+            + (f"it holds for epsilon >= {threshold:.6g} (bisection). " if math.isfinite(threshold)
+               else "no threshold was found (E turns singular at larger epsilon). ")
+            + "Use a larger epsilon, the LP (8) (small domains: "
             "'lpmech le --lp', or lpmech.models.le.solve(..., path='lp')), or the exponential "
             "mechanism")
 
@@ -329,6 +331,9 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         the LP (8) (if m ≤ ``max_lp_size``, else LE with status ``feasible``, or the
         InfeasibleError), warm-started from LE when LE is feasible. With ``fallback_lp=False`` an
         infeasible LE raises InfeasibleError instead of solving the LP (the CLI without ``--lp``).
+        LE is also left for the LP when E is (numerically) singular or LE's matrix misses its
+        certificate by round-off (near-duplicate points; ``stats["le_undefined"]`` or
+        ``stats["le_certification_failed"]`` say why); beyond the LP's reach these raise.
       * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
       * ``"lp"``: the LP only.
 
@@ -366,17 +371,38 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     w = np.asarray(instance.prior, float)
     stats: dict = {"model": "LE", "epsilon": eps, "K": instance.K}
     mech = report = None
+    lp_allowed = path != "closed" and instance.K <= max_lp_size and fallback_lp
+    p = None
     if path != "lp":
-        p = le_diagonal(instance.metric, eps)
+        try:
+            p = le_diagonal(instance.metric, eps)
+        except (InputError, SolverError) as exc:  # E (numerically) singular: LE is undefined
+            if not lp_allowed:
+                raise
+            stats["le_undefined"] = str(exc)
+            log.warning("LE m=%d eps=%g: %s; solving the LP (8) instead", instance.K, eps, exc)
+    if p is not None:
         stats["le_feasible"] = bool(p.min() >= -P_TOL)
         if not stats["le_feasible"]:
-            thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps)
+            try:
+                thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps)
+            except (InputError, SolverError):  # E singular at a larger ε (near duplicates)
+                thr = math.nan
             stats["epsilon_threshold"] = thr
-            if path == "closed" or instance.K > max_lp_size or not fallback_lp:
+            if not lp_allowed:
                 raise InfeasibleError(_infeasible_message(p, eps, thr, _where(instance)),
                                       result=Result("infeasible", stats=stats))
         else:
-            mech = le(instance, eps)
+            try:
+                mech = le(instance, eps)
+            except CertificationError as exc:
+                # E nearly singular (near-duplicate points; the sweep's neardup family at ε = 4:
+                # realised ε 4.00003): LE misses its certificate by round-off; the LP may answer
+                if not lp_allowed:
+                    raise
+                stats["le_certification_failed"] = str(exc)
+                log.warning("LE m=%d eps=%g: %s; solving the LP (8) instead", instance.K, eps, exc)
+        if mech is not None:
             report = kkt(instance.metric, eps, w)
             stats["le_objective"] = 1.0 + report.objective
             stats["lp_dual_test"] = bool(report.lam.min() >= -LAMBDA_TOL * np.abs(report.lam).max())

@@ -109,21 +109,27 @@ def agree(value: float | None, reference: float | None, scale: float) -> bool:
 
 
 def run_cell(inst: li.Instance, eps: float, method: str, *, reference: float | None = None,
-             time_limit: float | None = None, keep: bool = False) -> dict:
+             time_limit: float | None = None, keep: bool = False, solve=None,
+             scale: float | None = None) -> dict:
     """Solve one cell and check it (see the module doc). Never raises a package error.
 
     ``keep`` puts the :class:`~lpmech.solvers.result.Result` in the row (key ``result``).
+    ``solve(inst, eps, method, time_limit)`` solves another model's cell (default: OMG's
+    :func:`~lpmech.models.omg.solve`), ``scale`` its largest loss (default: the instance's).
     """
     t0 = time.perf_counter()
     row = {"K": inst.K, "epsilon": eps, "method": method}
     try:
-        res = omg.solve(inst, eps, method=method, time_limit=time_limit)
+        if solve is None:
+            res = omg.solve(inst, eps, method=method, time_limit=time_limit)
+        else:
+            res = solve(inst, eps, method, time_limit)
     except LpmechError as exc:
         partial = exc.result
         row.update(status=exc.status, time_s=time.perf_counter() - t0, error=str(exc)[:200],
                    rounds=None if partial is None else partial.stats.get("rounds"), ok=False)
         return row
-    scale = float(inst.loss.max(initial=0.0))
+    scale = float(inst.loss.max(initial=0.0)) if scale is None else scale
     gap_abs = res.optimality.gap_abs
     gap_ok = res.gap is not None and (res.gap <= GAP_TOL or gap_abs <= ABS_TOL * scale)
     real = res.certificate.realized_epsilon
