@@ -45,7 +45,15 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
 from ...certificate import OptimalityCertificate
-from ...errors import CertificationError, InfeasibleError, InputError, SolverError
+from ...errors import (
+    CertificationError,
+    InfeasibleError,
+    InputError,
+    IterationLimitError,
+    NotOptimalError,
+    SolverError,
+    TimeLimitError,
+)
 from ...instance import Instance
 from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
 from ...progress import Progress
@@ -498,9 +506,24 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     # output generation's restricted LP by interior point: the d-privacy rows make it degenerate
     # enough that warm dual simplex stalls (Gowalla 12×12, ε = 2: over 10 minutes against 234 s)
     extra = {"lp": "ipm"} if method == "outputs" else {}
-    res = design_solve(notion, C, method=method, time_limit=time_limit, workers=workers,
-                       columns=columns if method == "decomposition" else (), name="LP(8)",
-                       verbose=verbose, **extra)
+    t0 = time.perf_counter()
+    try:
+        res = design_solve(notion, C, method=method, time_limit=time_limit, workers=workers,
+                           columns=columns if method == "decomposition" else (), name="LP(8)",
+                           verbose=verbose, **extra)
+    except (NotOptimalError, CertificationError, SolverError) as exc:
+        # auto's full LP by dual simplex can miss on a spiky prior (weights down to 1e-20 at
+        # ε = 10: bound not proved, or a vertex beyond the repair's reach); the sparse paths
+        # certify those (the LE sweep at K = 36: 90/90 cells each)
+        if lp_method != "auto" or isinstance(exc, TimeLimitError | IterationLimitError):
+            raise
+        retry = "outputs" if twins else "support"
+        log.warning("LP(8) m=%d eps=%g: the full LP ended with %s; solving by %s", inst.K, eps,
+                    exc, retry)
+        left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
+        res = _solve_lp(instance, eps, lp_path, warm, left, verbose, retry, workers)
+        res.stats["full_lp_failed"] = str(exc)
+        return res
     res.stats.update(path="lp", engine_method=method,
                      warm_start="LE" if warm is not None and method == "decomposition" else None)
     if fell_back is not None:
