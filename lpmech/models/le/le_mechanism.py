@@ -350,7 +350,9 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     ``"fast"`` uses the engine's sparse paths, ``lp_method`` one of ``"auto"`` (the full LP up to
     m = ``FULL_LP_MAX`` cells, else support generation, :mod:`lpmech.models.le.le_support`: the
     dual on real data is sparse; it hands over to output generation once the support passes
-    ``LE_SUPPORT_MAX_SHARE`` of the points), ``"full"``, ``"support"``, ``"outputs"`` or
+    ``LE_SUPPORT_MAX_SHARE`` of the points; a full LP that ends unproved or uncertifiable is
+    solved again by support generation, ``stats["full_lp_failed"]``; coincident points go to
+    output generation), ``"full"``, ``"support"`` (distinct points only), ``"outputs"`` or
     ``"decomposition"`` (``workers`` pricing processes);
     LE's columns (when LE is feasible) start the decomposition. ``lp_path="pyomo"`` solves the
     declarative model of :func:`build_pyomo` instead.
