@@ -367,6 +367,16 @@ def repair_columns(Q, rows, *, rtol: float = 1e-10) -> np.ndarray:
 
 
 def _certify_matrix(Q, scenarios, eps, notion, rows, name, pufferfish_T=None) -> Mechanism:
+    if notion == "lip" and all(s.T is None for s in scenarios):
+        # inputs no scenario can produce: ε-LIP and the MSE leave their rows free, and a column
+        # one of them owns is noise on the others (vertex solve, prior (0, 0.25, 0.75), ε = 2: a
+        # column (1, 0, 9e-17) certified ε = inf). They report from the output marginal instead.
+        free = np.all([s.prior == 0 for s in scenarios], axis=0)
+        if free.any():
+            Q = np.clip(np.asarray(Q, float), 0, None)
+            Q = Q / Q.sum(axis=1, keepdims=True)
+            marginal = scenarios[0].prior @ Q
+            Q[free] = marginal / marginal.sum()
     Q = repair_columns(Q, rows)
     cert = lip_certificate(Q, scenarios, eps, notion=notion, rows=rows, pufferfish_T=pufferfish_T)
     return Mechanism(Q, name=name, certificate=cert)
