@@ -548,3 +548,29 @@ def test_priors_with_zero_entries_certify_and_methods_agree(seed, eps):
                     for x in range(d) if p[x] > 0 for y in range(d) if marginal[y] > 0)
         assert worst <= eps * (1 + 1e-6)
     assert res["vertex"].objective == pytest.approx(res["exact"].objective, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("p", [(0.0, 0.3, 0.7), (0.2, 0.0, 0.5, 0.3), (0.0, 0.25, 0.25, 0.5)])
+def test_di_with_a_zero_prior_entry_is_certified_by_a_loop(p):
+    """DI ([004] Def. 4) reads posteriors of inputs with P_x > 0 on outputs the prior can produce;
+    di_epsilon picked outputs by Q's column sums, so a column only a zero-prior input used gave
+    log 0 − log 0 = nan and the vertex solve a CertificationError. Checked by a loop."""
+    from lpmech.models.lip import lip_solve
+
+    p = np.asarray(p)
+    res = lip_solve.solve(p, 2.0, task="sum", notion="di", method="vertex")
+    assert res.status == "optimal" and res.bound <= res.objective + 1e-12
+    Q = res.mechanism.matrix
+    worst = 0.0
+    for y in range(Q.shape[1]):
+        post = [p[x] * Q[x, y] for x in range(p.size) if p[x] > 0]
+        if sum(post) > 0:
+            worst = max(worst, math.inf if min(post) == 0 else math.log(max(post) / min(post)))
+    assert worst <= 2.0 * (1 + 1e-6)
+    assert lip.di_epsilon(Q, p) == pytest.approx(worst, rel=1e-12, abs=1e-12)
+    # a column that only the zero-prior input uses carries no posterior: not a nan
+    Z = np.zeros((p.size, p.size + 1))
+    Z[:, :p.size] = Q
+    Z[p == 0] = 0.0
+    Z[p == 0, -1] = 1.0
+    assert lip.di_epsilon(Z, p) == pytest.approx(worst, rel=1e-12, abs=1e-12)

@@ -295,7 +295,9 @@ def di_epsilon(Q, prior) -> float:
     """Realised ε of differential identifiability ([004] Def. 4, eq. (4)):
     max over outputs with mass of log(Pr(X=x | Y=y) / Pr(X=x' | Y=y)), inputs with P_x > 0."""
     Q, P = np.asarray(Q, float), check_prior(prior)
-    joint = (P[:, None] * Q)[P > 0][:, Q.sum(axis=0) > 0]  # ∝ posterior per column
+    joint = (P[:, None] * Q)[P > 0]  # ∝ posterior per column
+    joint = joint[:, joint.sum(axis=0) > 0]  # outputs the prior can produce (not Q's column sums:
+    # a column only a zero-prior input uses gave log 0 − log 0 = nan)
     with np.errstate(divide="ignore"):
         lj = np.log(joint)
     return float((lj.max(axis=0) - lj.min(axis=0)).max(initial=0.0))
@@ -367,8 +369,8 @@ def repair_columns(Q, rows, *, rtol: float = 1e-10) -> np.ndarray:
 
 
 def _certify_matrix(Q, scenarios, eps, notion, rows, name, pufferfish_T=None) -> Mechanism:
-    if notion == "lip" and all(s.T is None for s in scenarios):
-        # inputs no scenario can produce: ε-LIP and the MSE leave their rows free, and a column
+    if notion in ("lip", "di") and all(s.T is None for s in scenarios):
+        # inputs no scenario can produce: ε-LIP, DI and the MSE leave their rows free, and a column
         # one of them owns is noise on the others (vertex solve, prior (0, 0.25, 0.75), ε = 2: a
         # column (1, 0, 9e-17) certified ε = inf). They report from the output marginal instead.
         free = np.all([s.prior == 0 for s in scenarios], axis=0)
