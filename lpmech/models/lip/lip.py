@@ -376,7 +376,9 @@ def _certify_matrix(Q, scenarios, eps, notion, rows, name, pufferfish_T=None) ->
         free = np.all([s.prior == 0 for s in scenarios], axis=0)
         if free.any():
             Q = np.clip(np.asarray(Q, float), 0, None)
-            Q = Q / Q.sum(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):  # a free row may come back empty
+                Q = Q / Q.sum(axis=1, keepdims=True)
+            Q[free] = 0.0
             marginal = scenarios[0].prior @ Q
             Q[free] = marginal / marginal.sum()
     Q = repair_columns(Q, rows)
