@@ -38,6 +38,7 @@ import dataclasses
 import logging
 import math
 import time
+import warnings
 
 import numpy as np
 import scipy.fft as sfft
@@ -96,7 +97,9 @@ def _sym_solve(E: np.ndarray, b: np.ndarray) -> np.ndarray:
     except sla.LinAlgError:
         pass
     try:
-        x = sla.solve(E, b, assume_a="sym", check_finite=False)
+        with warnings.catch_warnings():  # an ill-conditioned E: the residual below decides
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            x = sla.solve(E, b, assume_a="sym", check_finite=False)
     except sla.LinAlgError:
         raise InputError("E = exp(-epsilon·d) is singular (two locations at distance 0?); LE needs "
                          "E invertible (Theorem 1); merge duplicate locations") from None
