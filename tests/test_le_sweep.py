@@ -87,3 +87,14 @@ def test_auto_recovers_where_the_full_lp_misses(metric):
     assert row["ok"], row
     assert brute_epsilon(row["result"].mechanism.matrix, inst.metric) <= 10.0 * (1 + 1e-6)
     assert row["objective"] >= row["reference"] - 1e-8
+
+
+def test_underflowing_kernel_stays_an_input_error():
+    """The default path leaves LE for the LP only when E is singular in double precision; an
+    e^{−ε d} that underflows is the user's to fix (the LP would leave those rows out and fail its
+    certificate), as before."""
+    from lpmech.instance import points
+
+    inst = points(np.c_[np.linspace(0, 100, 10), np.zeros(10)])
+    with pytest.raises(InputError, match="underflows"):
+        le.solve(inst, 8.0)

@@ -387,6 +387,7 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     lp_allowed = path != "closed" and instance.K <= max_lp_size and fallback_lp
     p = None
     if path != "lp":
+        kernel(instance.metric, eps)  # e^{−ε d} underflowing is the user's to fix: its own error
         try:
             p = le_diagonal(instance.metric, eps)
         except (InputError, SolverError) as exc:  # E (numerically) singular: LE is undefined
