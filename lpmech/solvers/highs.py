@@ -39,7 +39,9 @@ DEFAULT_OPTIONS = {
 #: (:func:`needs_polish`, :func:`tighten`). Measured: near-duplicate points (rows with factors
 #: e^{−ε·1e-13}) left a basis whose bound lagged by 1.0e-6; after the re-solve, by 2e-9.
 POLISH_GAP = 1e-7
-POLISH_OPTIONS = {"dual_feasibility_tolerance": 1e-11, "primal_feasibility_tolerance": 1e-10,
+#: 1e-10 is HiGHS' floor for the dual tolerance: a smaller value (this was 1e-11) is refused with an
+#: error message and the previous value stays, so the polish ran at the model's own tolerance
+POLISH_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10,
                   "presolve": "off"}
 
 
