@@ -66,8 +66,7 @@ def le_cell(inst, eps, method, time_limit):
 def cell(inst, eps, method, ref, args) -> dict:
     if args.model == "omg":
         return sw.run_cell(inst, eps, method, reference=ref, time_limit=args.time_limit)
-    twins = (le.range_loss(inst.metric)[~np.eye(inst.K, dtype=bool)] == 0).any()
-    if method == "support" and twins:  # the expected refusal (see the module doc)
+    if method == "support" and le.has_coincident_points(inst.metric):  # the expected refusal
         t0 = time.perf_counter()
         try:
             le_cell(inst, eps, method, args.time_limit)

@@ -196,6 +196,14 @@ def range_loss(metric, r: float = 0.0) -> np.ndarray:
     return (d > r * (1 + 1e-12) + 1e-12).astype(float)
 
 
+def has_coincident_points(metric) -> bool:
+    """Whether two points are at distance 0 for the loss 1[d > 0] of :func:`range_loss` (d ≤
+    1e-12): reporting one's twin then counts as correct, so LP (8)'s co-location form
+    1 − Σ_k w_k z_kk (support generation's) is not its objective."""
+    off = ~np.eye(np.shape(metric)[0], dtype=bool)
+    return bool((range_loss(metric)[off] == 0).any())
+
+
 def _lp_instance(instance: Instance, r: float, weights) -> Instance:
     _check_instance(instance)
     inst = instance.with_loss(range_loss(instance.metric, r))
@@ -387,9 +395,9 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     lp_allowed = path != "closed" and instance.K <= max_lp_size and fallback_lp
     p = None
     if path != "lp":
-        kernel(instance.metric, eps)  # e^{−ε d} underflowing is the user's to fix: its own error
+        E = kernel(instance.metric, eps)  # an underflowing e^{−ε d} is the user's: its own error
         try:
-            p = le_diagonal(instance.metric, eps)
+            p = _sym_solve(E, np.ones(E.shape[0]))  # le_diagonal on the kernel just built
         except (InputError, SolverError) as exc:  # E (numerically) singular: LE is undefined
             if not lp_allowed:
                 raise
@@ -479,9 +487,7 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
     from ...design import solve as design_solve
 
     notion, C = lp_problem(instance, eps)
-    # coincident points (d = 0 off the diagonal): the loss 1[d_ik > 0] then counts reporting a
-    # twin as correct, which LP (8)'s co-location form 1 − Σ w_k z_kk (support generation's) does not
-    twins = bool((inst.loss[~np.eye(inst.K, dtype=bool)] == 0).any())
+    twins = has_coincident_points(inst.metric)
     method = lp_method
     if method == "auto":
         method = "full" if inst.K <= FULL_LP_MAX else "outputs" if twins else "support"
@@ -734,5 +740,6 @@ def _as_counts(counts, m: int) -> np.ndarray:
     return c
 
 
-__all__ = ["GridLE", "KKTReport", "build_lp", "build_pyomo", "feasibility_threshold", "kernel", "kkt",
-           "le", "le_diagonal", "le_grid", "lp_problem", "range_loss", "solve", "solve_pyomo_model"]
+__all__ = ["GridLE", "KKTReport", "build_lp", "build_pyomo", "feasibility_threshold",
+           "has_coincident_points", "kernel", "kkt", "le", "le_diagonal", "le_grid", "lp_problem",
+           "range_loss", "solve", "solve_pyomo_model"]
