@@ -16,7 +16,7 @@ import numpy as np
 from ...certificate import OptimalityCertificate
 from ...errors import CertificationError, InfeasibleError, InputError
 from ...mechanism import check_epsilon_scale
-from ...solvers.result import Result, check_time_limit, gap_status
+from ...solvers.result import GAP_ABS_TOL, Result, check_time_limit, gap_status
 from .lip import (
     MAX_EPS,
     MIN_EPS,
@@ -104,6 +104,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
     status = "optimal"
     explicit_local = method == "local"
     stats = {"mode": mode, "notion": notion, "d": d, "epsilon": eps, "scenarios": len(scen)}
+    Vc = V  # the values the solvers and the reported MSE use (centred below where that is exact)
     if objective in ("mae", "hamming"):
         if objective == "hamming":
             L = 1.0 - np.eye(d)
@@ -114,9 +115,20 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         method = "lp"
     elif objective == "mse":
         from .lip_optimize import ExactPricing, LPRank1Pricing, solve_colgen
-        pricing = ExactPricing.make(scen, V, notion, eps)
+        # The exact solvers work in units of the loss scale. A one-column task (sum, survey) with
+        # one prior is centred, V − E[V] (the MSE of every channel is the same), and every task is
+        # divided by the square root of the constant channel's MSE: the LPs' absolute tolerances
+        # (HiGHS' dual tolerance is 1e-10 at least) then sit at the scale of the MSE, not of
+        # E[V²] (prior (1e-9, 0.999997, 2.5e-6): MSE 2.5e-6 against E[V²] ≈ 1 left a relative gap
+        # of 4e-5; prior (2e-11, 1, 0): the vertex method's bound was 0)
+        if V.shape[1] == 1 and len(scen) == 1:
+            Vc = V - scen[0].prior @ V
+        unit = math.sqrt(_loss_scale(scen, Vc))
+        unit = unit if math.isfinite(unit) and unit > 0 else 1.0
+        Vs = Vc / unit
+        pricing = ExactPricing.make(scen, Vs, notion, eps)
         if pricing is None and (method == "exact" or (method == "auto" and d > VERTEX_MAX_D)):
-            pricing = LPRank1Pricing.make(scen, V, rows)
+            pricing = LPRank1Pricing.make(scen, Vs, rows)
         if method == "auto":
             method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
         bound_u = None
@@ -127,17 +139,20 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
                                  "Pufferfish) and eps-LIP with G = X for a histogram; use "
                                  "method='local' or 'vertex' for this family")
             from .lip_closed_forms import warm_starts
-            # stop at 0.9·gap_tol: the cleaned, certified matrix may lose a little of the master's MSE
-            Q, mse_lb, info = solve_colgen(scen, V, rows, pricing, time_limit=time_limit,
-                                           gap_tol=0.9 * gap_tol,
+            # stop at 0.9·gap_tol: the cleaned, certified matrix may lose a little of the master's
+            # MSE; the absolute floor is half the one the result is judged by (the loss scale is 1)
+            Q, mse_lb, info = solve_colgen(scen, Vs, rows, pricing, time_limit=time_limit,
+                                           gap_tol=0.9 * gap_tol, abs_tol=0.5 * GAP_ABS_TOL,
                                            warm_starts=warm_starts(scen, eps, notion))
             stats.update(info)
-            bound_u = -mse_lb
+            stats["master_mse"] *= unit ** 2
+            bound_u = -mse_lb * unit ** 2
             if info["stop"] != "optimal":
                 status = info["stop"]
         elif method == "vertex":
-            Q, bound_u = solve_vertex(scen, V, rows, time_limit=time_limit,
+            Q, bound_u = solve_vertex(scen, Vs, rows, time_limit=time_limit,
                                       interior=di_interior(scen[0].prior) if notion == "di" else None)
+            bound_u *= unit ** 2
         elif method == "local":
             from .lip_closed_forms import warm_starts
             if rng is None:
@@ -165,10 +180,9 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             f"the {method} solve returned a matrix with realised epsilon {cert.realized_epsilon:.9g} "
             f"above the target {eps:g}; please report it", result=Result("error", mech, cert))
     Qc = mech.matrix
-    mses = [second_moment(s.prior, V) - float(column_utility(Qc, s.prior, V).sum()) for s in scen]
+    mses = [second_moment(s.prior, Vc) - float(column_utility(Qc, s.prior, Vc).sum()) for s in scen]
     # the loss scale of the absolute gap floor: the prior variance (MSE of a constant channel), or max L
-    scale = max(second_moment(sc.prior, V) - float(column_utility(np.ones((d, 1)), sc.prior, V).sum())
-                for sc in scen) if objective == "mse" else float(np.max(L))
+    scale = _loss_scale(scen, Vc) if objective == "mse" else float(np.max(L))
     if objective == "mse":
         obj = max(mses)
         if bound is not None:
@@ -190,6 +204,14 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
     from ..common import raise_for_status
     raise_for_status(res, f"LIP design ({method})")
     return res
+
+
+def _loss_scale(scen, V) -> float:
+    """The MSE of a constant channel (the prior's variance of the task, worst scenario): the scale
+    of the absolute gap floor (:func:`~lpmech.solvers.result.gap_status`)."""
+    d = scen[0].prior.size
+    return max(second_moment(sc.prior, V) - float(column_utility(np.ones((d, 1)), sc.prior, V).sum())
+               for sc in scen)
 
 
 def lh_lip(prior, h, epsilon: float, V, *, paper: bool = False, rng=None):
