@@ -8,13 +8,14 @@ It sits above the other LIP modules (they never import it), so the family has no
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 import numpy as np
 
 from ...certificate import OptimalityCertificate
-from ...errors import CertificationError, InfeasibleError, InputError
+from ...errors import CertificationError, InfeasibleError, InputError, SolverError
 from ...mechanism import check_epsilon_scale
 from ...solvers.result import GAP_ABS_TOL, Result, check_time_limit, gap_status
 from .lip import (
@@ -37,6 +38,8 @@ from .lip_optimize import (
 )
 
 __all__ = ["lh_lip", "solve"]
+
+log = logging.getLogger(__name__)
 
 
 def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V=None, priors=None,
@@ -129,7 +132,8 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         pricing = ExactPricing.make(scen, Vs, notion, eps)
         if pricing is None and (method == "exact" or (method == "auto" and d > VERTEX_MAX_D)):
             pricing = LPRank1Pricing.make(scen, Vs, rows)
-        if method == "auto":
+        auto = method == "auto"
+        if auto:
             method = "vertex" if d <= VERTEX_MAX_D else ("exact" if pricing is not None else "local")
         bound_u = None
         if method == "exact":
@@ -141,22 +145,33 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             from .lip_closed_forms import warm_starts
             # stop at 0.9·gap_tol: the cleaned, certified matrix may lose a little of the master's
             # MSE; the absolute floor is half the one the result is judged by (the loss scale is 1)
-            Q, mse_lb, info = solve_colgen(scen, Vs, rows, pricing, time_limit=time_limit,
-                                           gap_tol=0.9 * gap_tol, abs_tol=0.5 * GAP_ABS_TOL,
-                                           warm_starts=warm_starts(scen, eps, notion))
-            stats.update(info)
-            stats["master_mse"] *= unit ** 2
-            bound_u = -mse_lb * unit ** 2
-            if info["stop"] != "optimal":
-                status = info["stop"]
+            try:
+                Q, mse_lb, info = solve_colgen(scen, Vs, rows, pricing, time_limit=time_limit,
+                                               gap_tol=0.9 * gap_tol, abs_tol=0.5 * GAP_ABS_TOL,
+                                               warm_starts=warm_starts(scen, eps, notion))
+            except SolverError as exc:  # an LP pricing ill-posed by the prior (LDP, entries ~1e-18)
+                if not auto:
+                    raise
+                log.warning("LIP exact column generation failed (%s); auto falls back to the local "
+                            "solve", exc)
+                stats["exact_error"] = str(exc)[:200]
+                method = "local"
+            else:
+                stats.update(info)
+                stats["master_mse"] *= unit ** 2
+                bound_u = -mse_lb * unit ** 2
+                if info["stop"] != "optimal":
+                    status = info["stop"]
         elif method == "vertex":
             Q, bound_u = solve_vertex(scen, Vs, rows, time_limit=time_limit,
                                       interior=di_interior(scen[0].prior) if notion == "di" else None)
             bound_u *= unit ** 2
-        elif method == "local":
+        if method == "local":
             from .lip_closed_forms import warm_starts
-            if rng is None:
+            if rng is None and explicit_local:
                 raise InputError("method='local' needs rng=numpy.random.default_rng(seed)")
+            if rng is None:  # auto fell back to it: reproducible starts (the error carries Q)
+                rng = np.random.default_rng(0)
             Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
                                      warm_starts=warm_starts(scen, eps, notion))
             stats.update(info)
@@ -167,7 +182,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             stats.update(info)
             if info["scip_status"] != "optimal":  # a certified feasible point, optimality unproven
                 status = "time_limit"
-        else:
+        elif method not in ("exact", "vertex"):
             raise InputError(f"unknown method {method!r}: use auto, vertex, exact, local or scip")
         bound = None if bound_u is None else -bound_u
         obj = None
