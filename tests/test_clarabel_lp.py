@@ -1,5 +1,6 @@
-"""Clarabel's LP path (lpmech.solvers.clarabel_lp, LazyLP(method="clarabel")) and the race of
-Clarabel against HiGHS' interior point (lpmech.solvers.race) against HiGHS through SciPy: the same
+"""The interior-point LP paths (lpmech.solvers.clarabel_lp and .piqp_lp, LazyLP(method="clarabel"))
+and the race of PIQP against HiGHS' interior point (lpmech.solvers.race) against HiGHS through
+SciPy: the same
 optimum, and multipliers in HiGHS' sign convention (their Lagrangian bound, computed by our
 certificate code, meets the optimum from below)."""
 
@@ -11,8 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from lpmech.certificate import lagrangian_bound
-from lpmech.solvers import race
-from lpmech.solvers.clarabel_lp import solve_lp
+from lpmech.solvers import clarabel_lp, piqp_lp, race
 from lpmech.solvers.cutting_planes import LazyLP
 
 
@@ -41,13 +41,14 @@ def _scipy(c, A, lo, hi, col_lo, col_hi):
                    method="highs")
 
 
+@pytest.mark.parametrize("solve", [clarabel_lp.solve_lp, piqp_lp.solve_lp], ids=["clarabel", "piqp"])
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 12), m=st.integers(1, 15))
-def test_solve_lp_matches_highs_and_its_multipliers_bound_the_optimum(seed, n, m):
+def test_solve_lp_matches_highs_and_its_multipliers_bound_the_optimum(solve, seed, n, m):
     c, A, lo, hi, col_lo, col_hi = _random_lp(seed, n, m)
     ref = _scipy(c, A, lo, hi, col_lo, col_hi)
     assert ref.status == 0
-    status, x, y = solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+    status, x, y = solve(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
     assert status == "optimal"
     scale = 1.0 + abs(ref.fun)
     assert c @ x == pytest.approx(ref.fun, abs=1e-6 * scale)
@@ -59,9 +60,10 @@ def test_solve_lp_matches_highs_and_its_multipliers_bound_the_optimum(seed, n, m
     assert bound >= ref.fun - 1e-6 * scale  # and the multipliers are the optimal ones
 
 
-def test_solve_lp_reports_infeasible():
+@pytest.mark.parametrize("solve", [clarabel_lp.solve_lp, piqp_lp.solve_lp], ids=["clarabel", "piqp"])
+def test_solve_lp_reports_infeasible(solve):
     A = sp.csr_matrix(np.ones((1, 3)))
-    status, x, y = solve_lp(np.ones(3), A, [-np.inf], [-1.0], np.zeros(3), np.ones(3))
+    status, x, y = solve(np.ones(3), A, [-np.inf], [-1.0], np.zeros(3), np.ones(3))
     assert status == "infeasible" and x is None and y is None
 
 
@@ -92,10 +94,17 @@ def test_lazy_lp_by_clarabel_equals_simplex():
         assert out[method].bound <= ref.fun + 1e-9
         assert out[method].bound >= ref.fun - 1e-6 * (1 + abs(ref.fun))
     assert out["clarabel"].rounds >= 2  # the oracle was used
+    # few: stop at the first round that finds rows; the bound stays valid, and solving again
+    # from the rows it added ends at the same optimum
+    lazy = LazyLP(c, np.zeros(n), np.full(n, 2.0), make_oracle(), method="clarabel")
+    part = lazy.solve(few=10**9)
+    assert part.partial and part.rounds == 1 and part.bound <= ref.fun + 1e-9
+    rest = lazy.solve()
+    assert not rest.partial and rest.objective == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
     assert out["race"].trace[-1]["solver"] in race.SOLVERS
 
 
-@pytest.mark.parametrize("racers", [("clarabel",), ("ipx",), race.SOLVERS])
+@pytest.mark.parametrize("racers", [("piqp",), ("clarabel",), ("ipx",), race.SOLVERS])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_race_matches_highs_and_its_multipliers_bound_the_optimum(monkeypatch, racers, seed):
     """Each racer alone, and both, give scipy's optimum and multipliers in HiGHS' convention."""
@@ -118,7 +127,7 @@ def test_race_survives_a_failing_racer(monkeypatch):
     real = race._solve
 
     def broken(which, *args):
-        if which == "clarabel":
+        if which == race.SOLVERS[0]:
             raise RuntimeError("boom")
         return real(which, *args)
 
@@ -127,7 +136,7 @@ def test_race_survives_a_failing_racer(monkeypatch):
     c, A, lo, hi, col_lo, col_hi = _random_lp(5, 8, 10)
     ref = _scipy(c, A, lo, hi, col_lo, col_hi)
     status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
-    assert status == "optimal" and who == "ipx"
+    assert status == "optimal" and who == race.SOLVERS[1]
     assert c @ x == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
     monkeypatch.setattr(race, "_solve", lambda *a: (_ for _ in ()).throw(RuntimeError("both")))
     status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)

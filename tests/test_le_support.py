@@ -261,12 +261,31 @@ def test_lagging_interior_multipliers_get_one_vertex_core(monkeypatch):
     lagging although no output outside A prices out: the same core is solved once more by a
     vertex (HiGHS with crossover), and the optimum is still certified and equals the full LP."""
     import lpmech.solvers.cutting_planes as cpm
+    from lpmech.solvers import race
 
     monkeypatch.setattr(cpm, "CLARABEL_TOL", 1e-4)
+    monkeypatch.setattr(race, "SOLVERS", ("clarabel", "ipx"))  # (PIQP's multipliers stay exact)
     inst = _instance("grid", 5, 0.3)
     full = L.solve(inst, 2.0, path="lp", lp_method="full")
     res = solve_support(inst, 2.0)
     assert res.stats["vertex_core"]
     # its tolerance, 1e-7 (measured: 1.7e-8; without the vertex core 4.2e-7)
+    assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
+    assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
+
+
+@pytest.mark.parametrize("kind,seed,eps", [("grid", 3, 1.0), ("points", 8, 0.7)])
+def test_partial_cores_end_on_an_exact_core(monkeypatch, kind, seed, eps):
+    """``CORE_FEW`` huge: every core stops after its first lazy round that finds rows (partial),
+    so the blocked points and prices come from inexact cores. The loop must still end on a core
+    solved to its last row: the full LP's optimum, certified."""
+    from lpmech.models.le import le_support
+
+    monkeypatch.setattr(le_support, "CORE_FEW", 10**9)
+    inst = _instance(kind, seed, 0.3)
+    full = L.solve(inst, eps, path="lp", lp_method="full")
+    res = solve_support(inst, eps)
+    trace = res.stats["trace"]
+    assert any(r["partial"] for r in trace) and not trace[-1]["partial"]
     assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
     assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)

@@ -72,7 +72,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
             ``benchmarks/le_gap_real.py``), or ``"clarabel"`` (Clarabel's interior point every
             time, :mod:`lpmech.solvers.clarabel_lp`: its direct factorisation was 2.3× faster than
             HiGHS' on the d-privacy cores of :mod:`lpmech.models.le.le_support`), or ``"race"``
-            (Clarabel and HiGHS' interior point at once in two processes, the first to finish
+            (PIQP's and HiGHS' interior points at once in two processes, the first to finish
             wins: :mod:`lpmech.solvers.race`).
             The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
             of the multipliers and the engine certifies (and repairs) the point.
@@ -178,9 +178,10 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
 
 
 def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
-                  lp: str = "simplex"):
+                  lp: str = "simplex", few: int = 0):
     """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle
-    (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout).
+    (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout;
+    ``few``: see :meth:`~lpmech.solvers.cutting_planes.LazyLP.solve`).
     Variables: z_ik (i·m + s for output S[s]), then the notion's auxiliary t_ak ((K + a)·m + s,
     in [0, aux[a]])."""
     K = Cs.shape[0]
@@ -232,4 +233,4 @@ def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = Tr
                   row_lo=np.concatenate([np.asarray(v, float) for v in lo]),
                   row_hi=np.concatenate([np.asarray(v, float) for v in hi]))
     left = None if deadline is None else max(1e-3, deadline - time.perf_counter())
-    return lazy.solve(time_limit=left), lazy
+    return lazy.solve(time_limit=left, few=few), lazy

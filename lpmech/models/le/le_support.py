@@ -77,10 +77,11 @@ CORE_NEAR = 2
 #: relaxation too, so its value stays an upper bound
 FACTOR_FLOOR = 1e-10
 #: the core's LP: an interior point (central points need fewer extension fails than vertices:
-#: m = 256, 9 rounds in 52 s against 16 in 379 s by dual simplex), Clarabel's and HiGHS' raced in
-#: two processes (:mod:`lpmech.solvers.race`): Clarabel's was 2.3× faster than IPX on a 32×32
-#: core of 80 points × 56 outputs (12.7 s against 29.0 s), but 3.5× slower on one of 229 points
-#: × 53 outputs (88.5 s against 25.0 s), when the fill of its factor jumps
+#: m = 256, 9 rounds in 52 s against 16 in 379 s by dual simplex), PIQP's and HiGHS' raced in
+#: two processes (:mod:`lpmech.solvers.race`). Clarabel's, raced before, was 2.3× faster than IPX
+#: on a 32×32 core of 80 points × 56 outputs (12.7 s against 29.0 s) but 3.5× slower on one of
+#: 229 points × 53 outputs (88.5 s against 25.0 s), when the fill of its factor jumps; PIQP took
+#: 3.6–10.5 s on the cores of an ε = 0.7 run where Clarabel took 6.3–84 s and IPX 25–45 s
 CORE_LP = "race"
 #: the core's LP when the interior multipliers leave the bound lagging (once per solve): HiGHS'
 #: interior point with a final crossover, exact to the simplex tolerances
@@ -105,6 +106,12 @@ IDLE_MASS = 1e-6
 #: rows per violated entry per lazy round of the core (:func:`_deeper`): a 32×32 core of 124
 #: points × 64 outputs took 6 rounds and 33 s with 3 (6: the same), 10 rounds and 52 s with 1
 CORE_CUTS = 3
+#: a core's lazy rounds stop once one finds fewer rows than this (its tail added them one at a
+#: time: 6 solves of 13–22 s for one row each on a 271-point core at ε = 0.7, Gowalla 32×32);
+#: such a core still gives valid multipliers and, cleaned, the blocked points, and where nothing
+#: is blocked and the extension holds, the same core is solved again to its last row before the
+#: loop may end on it
+CORE_FEW = 12
 #: rows per envelope side that a point joining T starts with in each core column
 #: (:func:`envelope_pairs`)
 SEED_DEPTH = 1
@@ -315,8 +322,10 @@ def _deeper(separate, times: int):
     return more
 
 
-def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP):
-    """LP (8) on the points T with outputs A (gain form): (status, Z on T×A, λ on T, gain)."""
+def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP, few: int = 0):
+    """LP (8) on the points T with outputs A (gain form): (status, Z on T×A, λ on T, gain,
+    partial); ``partial``: stopped by ``few`` (:meth:`~lpmech.solvers.cutting_planes.LazyLP.solve`)
+    with a few rows still violated."""
     DT = D[np.ix_(T, T)]
     notion = DPrivacy(DT, eps, n_near=CORE_NEAR, gamma=math.log(1 / FACTOR_FLOOR) / eps)
     pos = {int(p): s for s, p in enumerate(T)}
@@ -330,16 +339,16 @@ def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP):
                             format="csr")
         oracles[s] = _deeper(notion.separator(s, rows[s]), CORE_CUTS)
     out, _ = restricted_lp(Cs, np.ones_like(Cs), [], sorted(S), rows, oracles, deadline,
-                           np.zeros(0), lp=lp)
+                           np.zeros(0), lp=lp, few=few)
     if out.status != "optimal":
-        return out.status, None, None, None
+        return out.status, None, None, None, False
     for k, s in zip(A, S):
         pairs.keep(int(k), T, rows[s])
     order = np.argsort(S)  # restricted_lp's variables follow sorted(S)
     Z = np.empty((T.size, len(S)))
     Z[:, order] = out.x[:T.size * len(S)].reshape(T.size, len(S))
     lam = -np.asarray(out.duals[:T.size]) * scale
-    return "optimal", Z, lam, -float(out.objective) * scale
+    return "optimal", Z, lam, -float(out.objective) * scale, out.partial
 
 
 def _price(E, w, T, lam, thr):
@@ -440,12 +449,15 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     trace: list[dict] = []
     status, Z, gain, upper, stop = "iteration_limit", None, -math.inf, math.inf, ""
     polish = None  # (|T|, |A|) of the core to solve again by a vertex
+    exact_next = False  # solve the next core to the last row (:data:`CORE_FEW`)
     prog = Progress(f"LP(8) support generation m={m}", verbose=verbose, unit="round", logger=log)
     try:
         for rnd in range(1, int(max_rounds) + 1):
             vertex = polish == (T.size, A.size)
-            status, ZT, lam, gain = _core(D, epsilon, w, T, A, pairs, deadline,
-                                          lp=EXACT_CORE_LP if vertex else CORE_LP)
+            status, ZT, lam, gain, partial = _core(
+                D, epsilon, w, T, A, pairs, deadline, lp=EXACT_CORE_LP if vertex else CORE_LP,
+                few=0 if vertex or exact_next else CORE_FEW)
+            exact_next = False
             if status != "optimal":
                 break
             cost = max(W - gain, 1e-12)
@@ -469,10 +481,13 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
                           "blocked": blocked, "extension_fails": len(fails) - blocked,
-                          "priced_exactly": int((~np.isnan(exact)).sum()),
+                          "priced_exactly": int((~np.isnan(exact)).sum()), "partial": partial,
                           "time_s": time.perf_counter() - t0})
             prog.update(points=T.size, outputs=A.size, cost=W - gain, bound=W - upper, gap=gap,
                         blocked=blocked, fails=len(fails) - blocked, new=len(new))
+            if partial and not fails:
+                exact_next = True  # the extension may end here: the same core again, every row
+                continue
             if (not fails and gap > tol and not vertex and polish is None
                     and values[outside].sum() <= tol * cost):
                 # the bound lags by more than the outputs outside A could add: the interior
