@@ -101,10 +101,10 @@ def test_lazy_lp_by_clarabel_equals_simplex():
     assert part.partial and part.rounds == 1 and part.bound <= ref.fun + 1e-9
     rest = lazy.solve()
     assert not rest.partial and rest.objective == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
-    assert out["race"].trace[-1]["solver"] in race.SOLVERS
+    assert out["race"].trace[-1]["solver"] in race.SOLVERS + race.FALLBACK
 
 
-@pytest.mark.parametrize("racers", [("piqp",), ("clarabel",), ("ipx",), race.SOLVERS])
+@pytest.mark.parametrize("racers", [("piqp",), ("clarabel",), ("ipx",), ("piqp", "ipx")])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_race_matches_highs_and_its_multipliers_bound_the_optimum(monkeypatch, racers, seed):
     """Each racer alone, and both, give scipy's optimum and multipliers in HiGHS' convention."""
@@ -121,23 +121,52 @@ def test_race_matches_highs_and_its_multipliers_bound_the_optimum(monkeypatch, r
     assert ref.fun - 1e-6 * scale <= bound <= ref.fun + 1e-9 * scale
 
 
-def test_race_survives_a_failing_racer(monkeypatch):
-    """A racer that raises (or dies) loses: the other's answer comes back; both failing gives
-    the failure, not a hang."""
+@pytest.mark.parametrize("in_process", [False, True])
+def test_race_survives_a_failing_racer(monkeypatch, in_process):
+    """A racer that raises (or dies) loses: the other's answer comes back, from the same race or
+    from the fallback; all failing gives the failure, not a hang."""
     real = race._solve
 
     def broken(which, *args):
-        if which == race.SOLVERS[0]:
+        if which == "piqp":
             raise RuntimeError("boom")
         return real(which, *args)
 
     monkeypatch.setattr(race, "_solve", broken)
-    monkeypatch.setattr(race, "MIN_VARIABLES", 0)
+    monkeypatch.setattr(race, "MIN_VARIABLES", 10**9 if in_process else 0)
     c, A, lo, hi, col_lo, col_hi = _random_lp(5, 8, 10)
     ref = _scipy(c, A, lo, hi, col_lo, col_hi)
-    status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
-    assert status == "optimal" and who == race.SOLVERS[1]
-    assert c @ x == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
+    for solvers, fallback, winner in ((("piqp", "ipx"), (), "ipx"), (("piqp",), ("clarabel",), "clarabel")):
+        monkeypatch.setattr(race, "SOLVERS", solvers)
+        monkeypatch.setattr(race, "FALLBACK", fallback)
+        if in_process and len(solvers) > 1:
+            monkeypatch.setattr(race, "SOLVERS", solvers[:1])
+            monkeypatch.setattr(race, "FALLBACK", solvers[1:])
+        status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
+        assert status == "optimal" and who == winner
+        assert c @ x == pytest.approx(ref.fun, abs=1e-6 * (1 + abs(ref.fun)))
     monkeypatch.setattr(race, "_solve", lambda *a: (_ for _ in ()).throw(RuntimeError("both")))
     status, x, _, who = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi)
     assert status == "error" and x is None
+
+
+def test_race_stops_a_racer_without_a_time_limit_at_the_deadline(monkeypatch):
+    """PIQP has no time limit: the child running it is stopped at the deadline (and a second's
+    grace), status ``time_limit``, and the fallback gets no time."""
+    import time
+
+    real = race._solve
+
+    def slow(which, *args):
+        if which == "piqp":
+            time.sleep(30)
+        return real(which, *args)
+
+    monkeypatch.setattr(race, "_solve", slow)
+    monkeypatch.setattr(race, "MIN_VARIABLES", 0)
+    monkeypatch.setattr(race, "SOLVERS", ("piqp",))
+    c, A, lo, hi, col_lo, col_hi = _random_lp(5, 8, 10)
+    t0 = time.perf_counter()
+    status, x, _, _ = race.solve_lp(c, sp.csr_matrix(A), lo, hi, col_lo, col_hi, time_limit=1.0)
+    assert status == "time_limit" and x is None
+    assert time.perf_counter() - t0 < 5.0

@@ -1,16 +1,17 @@
-"""One LP solved by two interior points at once, in forked processes: the first optimal answer
-wins and the other solver is stopped.
+"""One LP solved by interior points in forked processes, each stopped at the deadline: the racers
+of :data:`SOLVERS` at once (the first optimal answer wins and the others are stopped), then, if
+none ends optimal, those of :data:`FALLBACK`.
 
 PIQP (:mod:`lpmech.solvers.piqp_lp`) and Clarabel (:mod:`lpmech.solvers.clarabel_lp`) factor
 their KKT systems directly (sparse LDLᵀ after a fill-reducing ordering); HiGHS' IPX solves the
 normal equations by preconditioned conjugate gradients. On the cores of LE's support generation
 (Gowalla 32×32, ε = 0.7) Clarabel's time jumped with the fill of its factor: one core took
 Clarabel 12.1 s and IPX 26.6 s, and the same core with 349 more rows took Clarabel 88.5 s and IPX
-25.0 s. PIQP took 3.6–10.5 s on the cores of that run where Clarabel took 6.3–84 s and IPX
-25–45 s, so the racers are PIQP and IPX (:data:`SOLVERS`). The race costs a second core; it also
-enforces the deadline of a solver without a time limit (PIQP): the child is stopped. Which racer
-wins can depend on the machine's load, so two runs can take different paths to the same
-certified optimum.
+25.0 s. PIQP took 3.6–10.5 s on the cores of that run where Clarabel took 6.3–84 s and IPX 25–45 s,
+and raced against IPX it ran 1.4× slower (13.7 s against 9.6 s alone: the two share the memory
+bus), so PIQP runs alone, with IPX as the fallback. The child process also enforces the deadline
+of a solver without a time limit (PIQP). Racing several solvers makes the winner depend on the
+machine's load, so two runs can then take different paths to the same certified optimum.
 
 Every racer returns the row multipliers in HiGHS' sign convention, so the caller reads them alike.
 """
@@ -18,6 +19,7 @@ Every racer returns the row multipliers in HiGHS' sign convention, so the caller
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from multiprocessing.connection import wait
 
 import numpy as np
@@ -25,10 +27,12 @@ import numpy as np
 from . import clarabel_lp, piqp_lp
 from . import highs as highs_lp
 
-#: the racers, in the order they are started ("piqp", "clarabel", "ipx"). PIQP took 3.6–10.5 s on
-#: the ε = 0.7 cores of Gowalla 32×32 where the earlier pair took 6.3–84 s (Clarabel) and 25–45 s
-#: (IPX): IPX stays in the race as the other algorithm (iterative, not a factorisation)
-SOLVERS = ("piqp", "ipx")
+#: the racers, started together ("piqp", "clarabel", "ipx"). PIQP took 3.6–10.5 s on the ε = 0.7
+#: cores of Gowalla 32×32 where Clarabel took 6.3–84 s and IPX 25–45 s; raced against IPX it took
+#: 13.7 s on a core it solves alone in 9.6 s (the two share the memory bus), so it runs alone
+SOLVERS = ("piqp",)
+#: started if no racer of :data:`SOLVERS` ends optimal: IPX (iterative, not a factorisation)
+FALLBACK = ("ipx",)
 #: LPs with fewer variables are solved by the first racer alone, in this process: a fork costs
 #: more than they do, and their runs stay reproducible (PIQP has no time limit: these are small)
 MIN_VARIABLES = 2000
@@ -58,16 +62,39 @@ def _child(conn, which: str, lp: tuple, time_limit: float | None, tol: float) ->
 def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, time_limit: float | None = None,
              tol: float = clarabel_lp.TOL):
     """Solve the LP ``min c·x, row_lo ≤ A x ≤ row_hi, col_lo ≤ x ≤ col_hi`` by the racers of
-    :data:`SOLVERS` at once (IPX without crossover): ``(status, x, y, solver)``, from the first
-    racer that reports ``"optimal"`` (else the last status). ``tol``: PIQP's and Clarabel's
-    tolerances, and IPX's optimality tolerance. Under :data:`MIN_VARIABLES` the first racer runs
-    alone."""
+    :data:`SOLVERS` at once, then, if none ends optimal (nor proves the LP infeasible or
+    unbounded) within the time left, by those of :data:`FALLBACK`: ``(status, x, y, solver)``,
+    from the first racer that reports ``"optimal"`` (else the last status). Each racer runs in a
+    child process stopped at ``time_limit`` (status ``"time_limit"``). ``tol``: PIQP's and
+    Clarabel's tolerances, and IPX's optimality tolerance (IPX runs without crossover). Under
+    :data:`MIN_VARIABLES` the racers run one after another in this process."""
     lp = (c, A, row_lo, row_hi, col_lo, col_hi)
-    if len(c) < MIN_VARIABLES:
-        return (*_solve(SOLVERS[0], lp, time_limit, tol), SOLVERS[0])
+    t0 = time.perf_counter()
+    out = ("error", None, None, None)
+    for group in (SOLVERS, FALLBACK):
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if not group or (left is not None and left <= 0):
+            continue
+        out = _race(group, lp, left, tol)
+        if out[0] in ("optimal", "infeasible", "unbounded"):
+            break
+    return out
+
+
+def _race(racers, lp, time_limit, tol):
+    if len(lp[0]) < MIN_VARIABLES:
+        for which in racers:
+            try:
+                out = (*_solve(which, lp, time_limit, tol), which)
+            except Exception:  # a failed racer loses, as in a child process
+                out = ("error", None, None, which)
+            if out[0] == "optimal":
+                break
+        return out
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     ctx = mp.get_context("fork")
     pipes, procs = {}, []
-    for which in SOLVERS:
+    for which in racers:
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_child, args=(send, which, lp, time_limit, tol), daemon=True)
         proc.start()
@@ -77,7 +104,11 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, time_limit: float | None =
     last = ("error", None, None, None)
     try:
         while pipes:
-            for recv in wait(list(pipes)):
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter()) + 1.0
+            ready = wait(list(pipes), timeout=left)
+            if not ready:  # past the deadline (with a second's grace): a racer without a limit
+                return ("time_limit", None, None, None)
+            for recv in ready:
                 which = pipes.pop(recv)
                 try:
                     status, x, y = recv.recv()
