@@ -72,8 +72,8 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
             ``benchmarks/le_gap_real.py``), or ``"clarabel"`` (Clarabel's interior point every
             time, :mod:`lpmech.solvers.clarabel_lp`: its direct factorisation was 2.3× faster than
             HiGHS' on the d-privacy cores of :mod:`lpmech.models.le.le_support`), or ``"race"``
-            (PIQP's and HiGHS' interior points at once in two processes, the first to finish
-            wins: :mod:`lpmech.solvers.race`).
+            (the interior points of :data:`lpmech.solvers.race.SOLVERS`, PIQP's, in a child
+            process stopped at the deadline, HiGHS' as the fallback: :mod:`lpmech.solvers.race`).
             The restricted LP's point and multipliers need no vertex: the bound is the Lagrangian
             of the multipliers and the engine certifies (and repairs) the point.
     """

@@ -64,9 +64,9 @@ class LazyLP:
         A, row_lo, row_hi: optional rows to start with (scipy-sparse).
         method: HiGHS algorithm (``"simplex"`` restarts warm; ``"ipm"`` re-solves cold), or
             ``"clarabel"``: Clarabel's interior point (:mod:`lpmech.solvers.clarabel_lp`), cold each
-            round, its point and multipliers interior (no vertex); or ``"race"``: PIQP and
-            HiGHS' interior point at once in two processes, the first to finish wins
-            (:mod:`lpmech.solvers.race`; the trace's ``solver`` says which).
+            round, its point and multipliers interior (no vertex); or ``"race"``: the racers of
+            :mod:`lpmech.solvers.race` (PIQP in a child process stopped at the deadline, HiGHS'
+            interior point as the fallback; the trace's ``solver`` says which answered).
         options, verbose: passed to HiGHS (not to Clarabel).
         final_crossover: for ``"ipm"`` without crossover: once the oracle finds no row, solve the
             same LP once more with crossover for its multipliers (exact to the simplex tolerances: an

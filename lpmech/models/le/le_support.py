@@ -77,11 +77,12 @@ CORE_NEAR = 2
 #: relaxation too, so its value stays an upper bound
 FACTOR_FLOOR = 1e-10
 #: the core's LP: an interior point (central points need fewer extension fails than vertices:
-#: m = 256, 9 rounds in 52 s against 16 in 379 s by dual simplex), PIQP's and HiGHS' raced in
-#: two processes (:mod:`lpmech.solvers.race`). Clarabel's, raced before, was 2.3× faster than IPX
-#: on a 32×32 core of 80 points × 56 outputs (12.7 s against 29.0 s) but 3.5× slower on one of
-#: 229 points × 53 outputs (88.5 s against 25.0 s), when the fill of its factor jumps; PIQP took
-#: 3.6–10.5 s on the cores of an ε = 0.7 run where Clarabel took 6.3–84 s and IPX 25–45 s
+#: m = 256, 9 rounds in 52 s against 16 in 379 s by dual simplex), PIQP's in a child process,
+#: HiGHS' IPX as the fallback (:mod:`lpmech.solvers.race`). Clarabel's, raced before, was 2.3×
+#: faster than IPX on a 32×32 core of 80 points × 56 outputs (12.7 s against 29.0 s) but 3.5×
+#: slower on one of 229 points × 53 outputs (88.5 s against 25.0 s), when the fill of its factor
+#: jumps; PIQP took 3.6–10.5 s on the cores of an ε = 0.7 run where Clarabel took 6.3–84 s and IPX
+#: 25–45 s
 CORE_LP = "race"
 #: the core's LP when the interior multipliers leave the bound lagging (once per solve): HiGHS'
 #: interior point with a final crossover, exact to the simplex tolerances

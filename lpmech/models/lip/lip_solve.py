@@ -126,8 +126,8 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
         # of 4e-5; prior (2e-11, 1, 0): the vertex method's bound was 0)
         if V.shape[1] == 1 and len(scen) == 1:
             Vc = V - scen[0].prior @ V
-        unit = math.sqrt(_loss_scale(scen, Vc))
-        unit = unit if math.isfinite(unit) and unit > 0 else 1.0
+        loss_scale = _loss_scale(scen, Vc)
+        unit = math.sqrt(loss_scale) if math.isfinite(loss_scale) and loss_scale > 0 else 1.0
         Vs = Vc / unit
         pricing = ExactPricing.make(scen, Vs, notion, eps)
         if pricing is None and (method == "exact" or (method == "auto" and d > VERTEX_MAX_D)):
@@ -197,7 +197,7 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
     Qc = mech.matrix
     mses = [second_moment(s.prior, Vc) - float(column_utility(Qc, s.prior, Vc).sum()) for s in scen]
     # the loss scale of the absolute gap floor: the prior variance (MSE of a constant channel), or max L
-    scale = _loss_scale(scen, Vc) if objective == "mse" else float(np.max(L))
+    scale = loss_scale if objective == "mse" else float(np.max(L))
     if objective == "mse":
         obj = max(mses)
         if bound is not None:
