@@ -1,5 +1,7 @@
 """LP (8) by support generation (lpmech.models.le.le_support) against the full LP and brute checks."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -274,14 +276,16 @@ def test_lagging_interior_multipliers_get_one_vertex_core(monkeypatch):
     assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
 
 
+@pytest.mark.parametrize("knob,value", [("CORE_FEW", 10**9), ("CORE_FEW_FRAC", 1.0)])
 @pytest.mark.parametrize("kind,seed,eps", [("grid", 3, 1.0), ("points", 8, 0.7)])
-def test_partial_cores_end_on_an_exact_core(monkeypatch, kind, seed, eps):
-    """``CORE_FEW`` huge: every core stops after its first lazy round that finds rows (partial),
-    so the blocked points and prices come from inexact cores. The loop must still end on a core
-    solved to its last row: the full LP's optimum, certified."""
+def test_partial_cores_end_on_an_exact_core(monkeypatch, kind, seed, eps, knob, value):
+    """``CORE_FEW`` huge, or ``CORE_FEW_FRAC`` = 1 (fewer rows than variables): every core stops
+    after its first lazy round that finds rows (partial), so the blocked points and prices come
+    from inexact cores. The loop must still end on a core solved to its last row: the full LP's
+    optimum, certified."""
     from lpmech.models.le import le_support
 
-    monkeypatch.setattr(le_support, "CORE_FEW", 10**9)
+    monkeypatch.setattr(le_support, knob, value)
     inst = _instance(kind, seed, 0.3)
     full = L.solve(inst, eps, path="lp", lp_method="full")
     res = solve_support(inst, eps)
@@ -289,3 +293,29 @@ def test_partial_cores_end_on_an_exact_core(monkeypatch, kind, seed, eps):
     assert any(r["partial"] for r in trace) and not trace[-1]["partial"]
     assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
     assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
+
+
+@settings(max_examples=6, deadline=None)
+@given(kind=st.sampled_from(["grid", "points"]), seed=st.integers(0, 10_000),
+       eps=st.sampled_from([0.5, 1.0, 2.0]), growth=st.sampled_from([0.3, 1.0]))
+def test_steps_that_grow_with_the_core_reach_the_full_lp(kind, seed, eps, growth):
+    """Rounds that add a share of |T| points and of |A| outputs (``POINT_GROWTH``,
+    ``OUTPUT_GROWTH``; blocked points side by side, ``SPREAD`` = 0) overshoot the support the
+    optimum needs: the certified optimum must still be the full LP's, and no round may add more
+    than its caps allow."""
+    from lpmech.models.le import le_support
+
+    inst = _instance(kind, seed, 0.3)
+    full = L.solve(inst, eps, path="lp", lp_method="full")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(le_support, "POINT_GROWTH", growth)
+        mp.setattr(le_support, "OUTPUT_GROWTH", growth)
+        mp.setattr(le_support, "SPREAD", 0.0)
+        res = solve_support(inst, eps, add_per_round=1, add_outputs=1)
+    assert res.status == "optimal" and res.optimality.gap_rel <= 1e-7
+    assert res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
+    trace = res.stats["trace"]
+    pairs = list(itertools.pairwise(trace))
+    for a, b in pairs:  # a round adds blocked/failed points and new outputs, each within its cap
+        cap = max(1, int(growth * a["points"])) + max(1, int(growth * a["outputs"]))
+        assert b["points"] - a["points"] <= cap

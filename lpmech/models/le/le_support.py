@@ -113,13 +113,24 @@ CORE_CUTS = 3
 #: is blocked and the extension holds, the same core is solved again to its last row before the
 #: loop may end on it
 CORE_FEW = 12
+#: ... or fewer than this fraction of the core's variables: on Gowalla 32×32 at ε = 1 a late core
+#: (270 points × 95 outputs) found ~1,000, 430, 65 and 25 rows in its lazy rounds, each round a
+#: cold solve of 25–30 s; with 2 % the core stops after the second (Gowalla 24×24, ε = 1: 15
+#: rounds in 65 s against 19 in 130 s, with :data:`SPREAD` = 2)
+CORE_FEW_FRAC = 0.02
 #: rows per envelope side that a point joining T starts with in each core column
 #: (:func:`envelope_pairs`)
 SEED_DEPTH = 1
 #: a point is blocked when its envelopes miss 1 by more than this (:func:`blocked_points`)
 BLOCK_TOL = 1e-12
 #: blocked points added in one round lie this many nearest-neighbour spacings apart
-SPREAD = 4.0
+SPREAD = 2.0
+#: a round adds up to max(``add_per_round``, this fraction of |T|) points and max(``add_outputs``,
+#: this fraction of |A|) outputs: on Gowalla 32×32 at ε = 1 every round of the first 12 found
+#: 16 blocked points and 8 priced outputs or more (the fixed caps), and the core ends near 470
+#: points and 96 outputs, so fixed steps took 25+ rounds of growing cost
+POINT_GROWTH = 0.15
+OUTPUT_GROWTH = 0.25
 
 
 class _PricingLP:
@@ -412,11 +423,11 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
         instance: points (metric) and weights (the prior) of LP (8).
         tol: stop when the bound is within tol·|cost| of the mechanism.
         start: the first points T (default: the ⌈√m⌉ heaviest cells).
-        add_per_round: at most this many points join T per round: blocked points
-            (:func:`blocked_points`, at least ``SPREAD`` nearest-neighbour spacings apart), or
-            where none is blocked, the greedy extension's failures.
-        add_outputs: at most this many outputs join A per round (largest price first), while
-            the core's own bound lags it by more than tol.
+        add_per_round: at most max(this, :data:`POINT_GROWTH`·|T|) points join T per round:
+            blocked points (:func:`blocked_points`, at least :data:`SPREAD` nearest-neighbour
+            spacings apart), or where none is blocked, the greedy extension's failures.
+        add_outputs: at most max(this, :data:`OUTPUT_GROWTH`·|A|) outputs join A per round
+            (largest price first), while the core's own bound lags it by more than tol.
         max_rounds: cap (status ``iteration_limit``); time_limit: seconds (``time_limit``).
         max_points: stop (status ``iteration_limit``, ``stats["stop"] = "max_points"``) once T
             would grow past this many points: the dual is then not sparse and the core is
@@ -457,7 +468,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             vertex = polish == (T.size, A.size)
             status, ZT, lam, gain, partial = _core(
                 D, epsilon, w, T, A, pairs, deadline, lp=EXACT_CORE_LP if vertex else CORE_LP,
-                few=0 if vertex or exact_next else CORE_FEW)
+                few=0 if vertex or exact_next else max(CORE_FEW, int(CORE_FEW_FRAC * T.size * A.size)))
             exact_next = False
             if status != "optimal":
                 break
@@ -469,15 +480,16 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             outside = np.ones(m, bool)
             outside[A] = False
             new = [int(k) for k in np.argsort(-values, kind="stable")
-                   if values[k] > thr and outside[k]][:add_outputs]
+                   if values[k] > thr and outside[k]][:max(add_outputs, int(OUTPUT_GROWTH * A.size))]
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
             Zc = _clean(E[np.ix_(T, T)], ZT)
             bounds = envelopes(E, T, Zc)
-            fails = blocked_points(D, T, *bounds, add_per_round, spread)
+            step = max(add_per_round, int(POINT_GROWTH * T.size))
+            fails = blocked_points(D, T, *bounds, step, spread)
             blocked = len(fails)
             if not fails:
-                Zx, fails = extend_columns(E, T, Zc, add_per_round, bounds=bounds)
+                Zx, fails = extend_columns(E, T, Zc, step, bounds=bounds)
             gap = (upper - gain) / cost
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
