@@ -466,9 +466,9 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     try:
         for rnd in range(1, int(max_rounds) + 1):
             vertex = polish == (T.size, A.size)
+            few = 0 if vertex or exact_next else max(CORE_FEW, int(CORE_FEW_FRAC * T.size * A.size))
             status, ZT, lam, gain, partial = _core(
-                D, epsilon, w, T, A, pairs, deadline, lp=EXACT_CORE_LP if vertex else CORE_LP,
-                few=0 if vertex or exact_next else max(CORE_FEW, int(CORE_FEW_FRAC * T.size * A.size)))
+                D, epsilon, w, T, A, pairs, deadline, lp=EXACT_CORE_LP if vertex else CORE_LP, few=few)
             exact_next = False
             if status != "optimal":
                 break
