@@ -178,7 +178,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
 
 
 def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = True,
-                  lp: str = "simplex", few: int = 0, mass=None):
+                  lp: str = "simplex", few: int = 0):
     """The LP over the outputs S with the rows found so far; lazy rows from each output's oracle
     (``lp`` and ``ipm``: see :func:`solve_outputs`; ``ipm=False`` is dual simplex throughout;
     ``few``: see :meth:`~lpmech.solvers.cutting_planes.LazyLP.solve`).
@@ -193,9 +193,8 @@ def restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm: bool = Tr
                       sp.csr_matrix((K, aux.size * m))], format="csr")
     blocks = [unit] + [sp.hstack([sp.csr_matrix(A[:, S].reshape(1, -1)), pad], format="csr")
                        for A, _, _ in extra]
-    mass = np.ones(K) if mass is None else np.asarray(mass, float)
-    lo = [mass] + [[lo] for _, lo, _ in extra]
-    hi = [mass] + [[hi] for _, _, hi in extra]
+    lo = [np.ones(K)] + [[lo] for _, lo, _ in extra]
+    hi = [np.ones(K)] + [[hi] for _, _, hi in extra]
 
     def lift(R, s):
         R = sp.coo_matrix(R)

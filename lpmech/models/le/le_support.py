@@ -390,9 +390,10 @@ def _repair(E, w, T, A, ZT, pairs: _Pairs, deadline):
     the points of the rows they violate, N, every other point of T fixed, so that its rows with
     N become bounds on N's entries (the envelopes of :func:`envelopes`); rows among N lazily,
     starting from the core's. Returns the columns (``ZT`` itself if no row is violated), or None
-    if that LP has no optimum in time. On Gowalla 32×32 at ε = 1 the last partial core (474
-    points) violated 103 entries on 55 points: this LP took 1.2 s, and its mechanism was within
-    8.3e-7 (relative) of the core's bound, where the core solved again to its last row took 149 s.
+    if that LP has no optimum in time. On Gowalla 32×32 at ε = 1 a last partial core (474 points)
+    violated 103 entries on 55 points: this LP took 1.2 s and its mechanism was 8.3e-7 (relative)
+    off the bound; freeing the points within 3 cells of them too (258 points) gave 2.6e-8 in 92 s,
+    and the core solved again to its last row took 149 s.
     """
     ET = E[np.ix_(T, T)]
     F = np.where(ET >= FACTOR_FLOOR, ET, 0.0)
