@@ -526,7 +526,9 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     1 − Σ w_k z_kk (Σ w in place of 1) and its Lagrangian bound; ``stats`` has ``rounds``,
     ``points`` (|T|), ``outputs`` (|A|), ``bound`` (the best Lagrangian bound, valid also after
     a stop at a limit), ``vertex_core`` (whether a core was solved again by a vertex because the
-    interior multipliers left the bound lagging, :data:`EXACT_CORE_LP`) and a per-round ``trace``.
+    interior multipliers left the bound lagging, :data:`EXACT_CORE_LP`) and a per-round ``trace``
+    (``repaired_cost``: the cost of a partial core's repair, :func:`_repair`; the loop ends on it
+    when that is within tol of the bound).
     """
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
