@@ -141,8 +141,9 @@ SPREAD = 2.0
 POINT_GROWTH = 0.15
 OUTPUT_GROWTH = 0.25
 #: a core that need not be the last is solved once (one interior-point solve; the rows its point
-#: violates join the next core): on Gowalla 32×32 at ε = 1 the first 12 rounds took 137 s against
-#: 379 s with lazy rounds to :data:`CORE_FEW_FRAC`, for the same |T| and |A|
+#: violates join the next core): on Gowalla 32×32 at ε = 1 the first 12 rounds took 160 s against
+#: 379 s with lazy rounds to :data:`CORE_FEW_FRAC`, for the same |T| and |A| (125 s with
+#: :data:`KEEP_RATIO` too)
 CORE_ONCE = True
 #: when T grows, a d-privacy row leaves the kept rows (:class:`_Pairs`) if the core's point is
 #: this far from binding it (e^{−ε d_ij} z_ik < ratio · z_jk): on a 402-point core of Gowalla 32×32
