@@ -419,11 +419,9 @@ def _repair(E, w, T, A, ZT, pairs: _Pairs, deadline):
             c[at[int(k)] * a + b] = -w[k] / float(w[A].max())
     present = np.zeros((N.size, N.size, a), bool)
 
-    def rows(ii, jj, bb):
-        r = np.arange(ii.size)
-        return sp.csr_matrix((np.concatenate([FN[ii, jj], -np.ones(ii.size)]),
-                              (np.concatenate([r, r]), np.concatenate([ii * a + bb, jj * a + bb]))),
-                             shape=(ii.size, c.size))
+    def rows(ii, jj, bb):  # column_rows over N, lifted to output bb's entries (p·a + bb)
+        R = sp.coo_matrix(column_rows(FN, ii, jj, N.size))
+        return sp.csr_matrix((R.data, (R.row, R.col * a + bb[R.row])), shape=(ii.size, c.size))
 
     got = [(at[p], at[q], b) for b, k in enumerate(A) for p, q in pairs.by_output.get(int(k), ())
            if p in at and q in at]
