@@ -78,9 +78,6 @@ LP_METHODS = ("auto", "full", "support", "outputs", "decomposition")
 #: core solved again to its last row (1e-9) took 196 s
 SUPPORT_TOL = 5e-7
 FULL_LP_MAX = 64
-#: ``lp_method="auto"`` leaves support generation for output generation once the support passes
-#: this share of the points
-LE_SUPPORT_MAX_SHARE = 0.5
 
 
 # ------------------------------------------------------------------------------ the mechanism
@@ -366,11 +363,11 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     d-privacy notion :class:`lpmech.design.DPrivacy` and the loss 1[d_ik > 0]); ``lp_path``
     ``"fast"`` uses the engine's sparse paths, ``lp_method`` one of ``"auto"`` (the full LP up to
     m = ``FULL_LP_MAX`` cells, else support generation, :mod:`lpmech.models.le.le_support`: the
-    dual on real data is sparse; it hands over to output generation once the support passes
-    ``LE_SUPPORT_MAX_SHARE`` of the points; a full LP that ends unproved or uncertifiable is
-    solved again by support generation, ``stats["full_lp_failed"]``; coincident points go to
-    output generation), ``"full"``, ``"support"`` (distinct points only), ``"outputs"`` or
-    ``"decomposition"`` (``workers`` pricing processes);
+    dual on real data is sparse, and where it is wide (large ε) support generation still beats
+    output generation (``benchmarks/le_gap_real.py``); a full LP that ends unproved or
+    uncertifiable is solved again by support generation, ``stats["full_lp_failed"]``;
+    coincident points go to output generation), ``"full"``, ``"support"`` (distinct points
+    only), ``"outputs"`` or ``"decomposition"`` (``workers`` pricing processes);
     LE's columns (when LE is feasible) start the decomposition. ``lp_path="pyomo"`` solves the
     declarative model of :func:`build_pyomo` instead.
 
@@ -501,24 +498,14 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
         raise InputError("LP(8) by support generation needs distinct points: coincident points "
                          "(d = 0) make a twin's report correct under the loss 1[d > 0]; use "
                          "lp_method='full' or 'outputs', or merge them (lpmech.quotient)")
-    fell_back = None
     if method == "support":
         from ...design.problem import Problem, certified_result
         from .le_support import solve_support
 
-        t0 = time.perf_counter()
-        # auto: support generation while the support stays under half the points (a sparse
-        # dual), else output generation (LE_SUPPORT_MAX_SHARE)
-        res = solve_support(inst, eps, tol=SUPPORT_TOL, time_limit=time_limit, verbose=verbose,
-                            max_points=int(LE_SUPPORT_MAX_SHARE * inst.K) if lp_method == "auto" else None)
-        if res.stats.get("stop") != "max_points":
-            res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
-            res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
-            return res
-        fell_back = {"support_s": time.perf_counter() - t0, "support_points": res.stats["points"]}
-        if time_limit is not None:
-            time_limit = max(1e-3, time_limit - fell_back["support_s"])
-        method = "outputs"
+        res = solve_support(inst, eps, tol=SUPPORT_TOL, time_limit=time_limit, verbose=verbose)
+        res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
+        res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
+        return res
     columns = () if warm is None else [(k, warm.matrix[:, k] / warm.matrix[k, k])
                                        for k in range(inst.K) if warm.matrix[k, k] > 0]
     # output generation's restricted LP by interior point: the d-privacy rows make it degenerate
@@ -533,7 +520,8 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
         # auto's full LP by dual simplex can miss on a spiky prior (weights down to 1e-20 at
         # ε = 10: bound not proved, or a vertex beyond the repair's reach); the sparse paths
         # certify those (the LE sweep at K = 36: 90/90 cells each)
-        if lp_method != "auto" or isinstance(exc, TimeLimitError | IterationLimitError):
+        if (lp_method != "auto" or method != "full"
+                or isinstance(exc, TimeLimitError | IterationLimitError)):
             raise
         retry = "outputs" if twins else "support"
         log.warning("LP(8) m=%d eps=%g: the full LP ended with %s; solving by %s", inst.K, eps,
@@ -544,8 +532,6 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
         return res
     res.stats.update(path="lp", engine_method=method,
                      warm_start="LE" if warm is not None and method == "decomposition" else None)
-    if fell_back is not None:
-        res.stats["support_fallback"] = fell_back
     res.stats.setdefault("model", "LP(8)")
     return res
 

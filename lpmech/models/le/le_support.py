@@ -517,9 +517,10 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             (largest price first), while the core's own bound lags it by more than tol.
         max_rounds: cap (status ``iteration_limit``); time_limit: seconds (``time_limit``).
         max_points: stop (status ``iteration_limit``, ``stats["stop"] = "max_points"``) once T
-            would grow past this many points: the dual is then not sparse and the core is
-            nearly the full LP (Gowalla 12×12 at ε = 4: 128 of 144 points, 510 s against 542 s
-            by output generation, which the LE path falls back to).
+            would grow past this many points (a cap for a caller with another path for a wide
+            dual; :func:`lpmech.models.le.solve` sets none: on Gowalla 12×12 at ε = 4, 128 of
+            the 144 points, support generation certifies in 24 s where output generation, which
+            it fell back to before, ran past 900 s).
 
     Returns an uncertified :class:`Result`: ``x`` the m×m matrix (raveled), the cost
     1 − Σ w_k z_kk (Σ w in place of 1) and its Lagrangian bound; ``stats`` has ``rounds``,
