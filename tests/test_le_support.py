@@ -243,7 +243,7 @@ def test_bad_start_is_refused():
 def test_auto_keeps_support_generation_on_a_wide_support():
     """lp_method="auto" above 64 cells stays on support generation where its support passes half
     the points (large ε: it used to hand over to output generation there, which ran past 900 s
-    on Gowalla 12×12 at ε = 4); its certified optimum equals the full LP's with every row."""
+    on Gowalla 12×12 at ε = 4); its certified optimum equals the engine's full LP's."""
     inst = grid(9, 9).with_prior(np.random.default_rng(4).dirichlet(np.full(81, 0.3)))
     auto = L.solve(inst, 4.0, path="lp")
     assert auto.stats["engine_method"] == "support" and auto.stats["points"] > 81 // 2
@@ -252,6 +252,36 @@ def test_auto_keeps_support_generation_on_a_wide_support():
     assert auto.objective == pytest.approx(full.objective, rel=1e-6)
     stopped = solve_support(inst, 1.0, max_points=12)
     assert stopped.status == "iteration_limit" and stopped.stats["stop"] == "max_points"
+
+
+def test_auto_retries_only_a_failed_full_lp(monkeypatch):
+    """``auto``'s full LP (m ≤ 64) that ends unproved is solved again by support generation, to
+    the optimum output generation finds; a failure of any other path (here output generation,
+    auto's path for coincident points above 64) is raised, not retried by the same path."""
+    import lpmech.design as design
+    from lpmech.errors import NotOptimalError
+
+    engine, calls = design.solve, []
+
+    def failing_full(*args, method, **kw):
+        calls.append(method)
+        if method in ("full", "outputs") and len(calls) == 1:
+            raise NotOptimalError("stub: optimality not proved")
+        return engine(*args, method=method, **kw)
+
+    inst = grid(5, 5).with_prior(np.random.default_rng(2).dirichlet(np.full(25, 0.5)))
+    reference = L.solve(inst, 1.0, path="lp", lp_method="outputs")
+    monkeypatch.setattr(design, "solve", failing_full)
+    res = L.solve(inst, 1.0, path="lp")
+    assert calls == ["full"] and res.stats["engine_method"] == "support"
+    assert "stub" in res.stats["full_lp_failed"] and res.gap <= 1e-6
+    assert res.objective == pytest.approx(reference.objective, rel=1e-6)
+    calls.clear()
+    cells = np.array(list(itertools.product(range(9), range(9))), float)
+    twins = points(np.vstack([cells, cells[:1]]))  # 82 points, two at (0, 0): auto → outputs
+    with pytest.raises(NotOptimalError, match="stub"):
+        L.solve(twins, 1.0, path="lp")
+    assert calls == ["outputs"]
 
 
 def test_lagging_interior_multipliers_get_one_vertex_core(monkeypatch):
