@@ -359,10 +359,10 @@ def test_repair_makes_a_partial_core_d_private_and_no_better_than_the_exact_core
     A = T[:6]
     part = S._core(D, eps, w, T, A, S._Pairs(), None, few=sys.maxsize)
     exact = S._core(D, eps, w, T, A, S._Pairs(), None, few=0)
-    Zr = S._repair(E, w, T, A, part[1], S._Pairs(), None)
+    ET = E[np.ix_(T, T)]
+    Zr = S._repair(E, ET, w, T, A, part[1], S._Pairs(), None)
     assume(Zr is not None)
     assert np.abs(Zr.sum(axis=1) - 1).max() <= 1e-7
-    ET = E[np.ix_(T, T)]
     worst = max(float((ET * Zr[:, b, None] - Zr[None, :, b]).max()) for b in range(A.size))
     assert worst <= 1e-7
     gain = float(w[A] @ Zr[np.searchsorted(T, A), np.arange(A.size)])

@@ -318,6 +318,19 @@ def extend_columns(E: np.ndarray, T: np.ndarray, ZT: np.ndarray, max_fail: int =
     return Z, fails
 
 
+def _extend(E, D, T, Zc, step: int, spread: float):
+    """Cleaned core columns ``Zc`` extended to every point: (the m×|A| extension or None, the
+    points that block it or fail it, how many of them are blocked). Blocked points
+    (:func:`blocked_points`, up to ``step``, ``spread`` apart) come first; only where none is
+    does the greedy extension run (:func:`extend_columns`)."""
+    bounds = envelopes(E, T, Zc)
+    fails = blocked_points(D, T, *bounds, step, spread)
+    if fails:
+        return None, fails, len(fails)
+    Zx, fails = extend_columns(E, T, Zc, step, bounds=bounds)
+    return Zx, fails, 0
+
+
 class _Pairs:
     """The d-privacy rows found so far, per output, as global point pairs (i, j): kept across
     changes of T, so each core LP starts from them."""
@@ -386,7 +399,7 @@ def _core(D, eps, w, T, A, pairs: _Pairs, deadline, lp: str = CORE_LP, few: int 
     return "optimal", Z, lam, -float(out.objective) * scale, out.partial, slack
 
 
-def _repair(E, w, T, A, ZT, pairs: _Pairs, deadline):
+def _repair(E, ET, w, T, A, ZT, pairs: _Pairs, deadline):
     """A partial core's columns (``ZT`` on T×A) made d-private on T: LP (8) over the entries of
     the points of the rows they violate, N, every other point of T fixed, so that its rows with
     N become bounds on N's entries (the envelopes of :func:`envelopes`); rows among N lazily,
@@ -394,9 +407,8 @@ def _repair(E, w, T, A, ZT, pairs: _Pairs, deadline):
     if that LP has no optimum in time. On Gowalla 32×32 at ε = 1 a last partial core (474 points)
     violated 103 entries on 55 points: this LP took 1.2 s and its mechanism was 8.3e-7 (relative)
     off the bound; freeing the points within 3 cells of them too (258 points) gave 2.6e-8 in 92 s,
-    and the core solved again to its last row took 149 s.
+    and the core solved again to its last row took 149 s. ``ET``: E on T×T.
     """
-    ET = E[np.ix_(T, T)]
     F = np.where(ET >= FACTOR_FLOOR, ET, 0.0)
     np.fill_diagonal(F, 0.0)
     i, j, _, _ = most_violated(F, ZT)
@@ -574,13 +586,10 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                    if values[k] > thr and outside[k]][:max(add_outputs, int(OUTPUT_GROWTH * A.size))]
             if own - gain <= tol * cost:
                 new = []  # no output can improve this core by more than tol: none is needed
-            Zc = _clean(E[np.ix_(T, T)], ZT)
-            bounds = envelopes(E, T, Zc)
+            ET = E[np.ix_(T, T)]
+            Zc = _clean(ET, ZT)
             step = max(add_per_round, int(POINT_GROWTH * T.size))
-            fails = blocked_points(D, T, *bounds, step, spread)
-            blocked = len(fails)
-            if not fails:
-                Zx, fails = extend_columns(E, T, Zc, step, bounds=bounds)
+            Zx, fails, blocked = _extend(E, D, T, Zc, step, spread)
             gap = (upper - gain) / cost
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
@@ -592,20 +601,18 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             if partial and not fails:
                 # the extension may end here: the rows the core's point violates re-solved
                 # locally, or else the same core again, every row
-                Zr = _repair(E, w, T, A, ZT, pairs, deadline)
+                Zr = _repair(E, ET, w, T, A, ZT, pairs, deadline)
                 if Zr is not None:
-                    Zrc = _clean(E[np.ix_(T, T)], Zr)
+                    Zrc = _clean(ET, Zr)
                     gain_r = float(w[A] @ Zrc[np.searchsorted(T, A), np.arange(A.size)])
                     trace[-1]["repaired_cost"] = W - gain_r
                     if upper - gain_r <= tol * cost:
-                        bounds = envelopes(E, T, Zrc)
-                        if not blocked_points(D, T, *bounds, 1, 0.0):
-                            Zx, fails = extend_columns(E, T, Zrc, step, bounds=bounds)
-                            if not fails:
-                                Z = np.zeros((m, m))
-                                Z[:, A] = Zx
-                                gain, status = gain_r, "optimal"
-                                break
+                        Zx, fails, _ = _extend(E, D, T, Zrc, step, spread)
+                        if not fails:
+                            Z = np.zeros((m, m))
+                            Z[:, A] = Zx
+                            gain, status = gain_r, "optimal"
+                            break
                 exact_next = True
                 continue
             if (not fails and gap > tol and not vertex and polish is None
