@@ -78,7 +78,7 @@ def register(sub, common) -> None:
                    help="wall-clock limit; reaching it without a certified optimum is exit 4")
     s.add_argument("--retain-after", default="auto", metavar="N|auto|never",
                    help="Benders block passes after which every user's block joins the master (the "
-                        "whole LP, certified); auto (default): 1 for LPs up to 4e5 nonzeros, else "
+                        "whole LP, certified); auto (default): 1 for LPs up to 1e6 nonzeros, else "
                         "never; never: cuts only")
     s.add_argument("--no-relaxed-bound", action="store_true",
                    help="skip the relaxed lower bound (29)-(30) (saves M LP solves)")
