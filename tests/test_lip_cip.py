@@ -277,6 +277,14 @@ def _exact_posteriors(Q, p):
     return (joint @ Q) / lam, lam, fS
 
 
+def _integer_pools(N, k1, k2):
+    """Channel S → Y: {0..k1} into one output, k1+1..k2−1 revealed, {k2..N} into another."""
+    cols = [np.r_[np.ones(k1 + 1), np.zeros(N - k1)]]
+    cols += [np.eye(N + 1)[s] for s in range(k1 + 1, k2)]
+    cols.append(np.r_[np.zeros(k2), np.ones(N + 1 - k2)])
+    return np.column_stack(cols)
+
+
 @pytest.mark.parametrize(("N", "seed"), [(6, 0), (9, 1), (9, 2)])
 @pytest.mark.parametrize("eps", [0.7, 1.5, 3.0])
 def test_censored_users_is_cip_by_bayes_rule(N, seed, eps):
@@ -284,7 +292,16 @@ def test_censored_users_is_cip_by_bayes_rule(N, seed, eps):
     CIP by Bayes' rule over all 2^N databases, and their MSE is the MSE by enumeration."""
     p = np.random.default_rng(seed).uniform(0, 1, N)
     cu = lip_cip.censored_users(p, eps)
-    if cu is None:  # the pools meet: no construction (small N and ε)
+    if cu is None:  # "the pools meet" (small N and ε): checked by enumeration of the integer pools
+        # the minimal pools (fractional share θ, θ' of their last atoms) lie inside any CIP pair of
+        # integer pools {0..k1}, {k2..N} (k1 < k2, values between them revealed), so if the
+        # construction does not exist, no such mechanism is CIP by Bayes' rule either
+        with np.errstate(divide="ignore"):  # a revealed 0 or N: posterior 0 or 1, ε = ∞
+            best = min(_bayes_cip_epsilon(_integer_pools(N, k1, k2), p)
+                       for k1 in range(N + 1) for k2 in range(k1 + 1, N + 1))
+        assert best > eps * (1 + 1e-9)
+        with pytest.raises(LpmechError, match="pools meet"):
+            lip_cip.solve(p, eps, method="censored")
         return
     Q = cu["Q"]
     assert _bayes_cip_epsilon(Q, p) <= eps * (1 + 1e-9)
