@@ -89,15 +89,39 @@ def test_matched_rows_equals_brute_force_count(setup):
 
 
 def test_fig8a_worked_example():
-    # ĉ = 197 + 1 + 2 = 200 m, δmax = 20√2 = 28.28 m: the paper searches [171.72, 228.28] and finds
-    # the true β = 197 among others (205, 182); 240 and 170 are outside
-    betas = np.sort(np.array([197.0, 205.0, 182.0, 240.0, 170.0]))
+    """Seed 002 §4.7, Fig. 8(a), rebuilt as a road network and run through the package's cost
+    reference table (:class:`lpmech.models.lrgeo.CostTable`, eqs. (25), (31)): the paper's numbers
+    are ĉ = β + d(v_i, v̂_i) + d(v_k, v̂_k) = 197 + 1 + 2 = 200 m, δ_max = 28.28 m (40 m cells), the
+    search interval [171.72, 228.28] m holding the true β = 197 and also 205 and 182 (p_i omitted).
+
+    Nodes on a road (travel cost |x_a − x_b| m): table nodes at 0 (also the one target), 197, 205,
+    182, 240, 170; the users v_i at 1 and v_k at 199, each snapped to its nearest table node by
+    road (0 and 197, at 1 and 2 m)."""
+    x = np.array([0.0, 197, 205, 182, 240, 170, 1, 199])
+    tc = np.abs(x[:, None] - x[None, :])
+    ref = np.arange(6)
+    vi, vk, target = 6, 7, 0
+    q = np.eye(len(x))[target]
+    snap = ref[np.argmin(tc[:, ref], axis=1)]
+    table = lrgeo.CostTable(ref, snap, tc[np.arange(len(x)), snap])
+    assert (snap[[vi, vk]].tolist(), table.snap_dist[[vi, vk]].tolist()) == ([0, 1], [1.0, 2.0])
+    up, low = (float(a[0, 0]) for a in table.bounds(tc, q, np.array([vi]), np.array([vk])))
+    assert up == pytest.approx(197 + 1 + 2)  # (25), the paper's ĉ
+    assert low == pytest.approx(197 - 1 - 2)  # (31)
+    true = float(lrgeo.travel_error(tc, q, np.array([vi]), np.array([vk]))[0, 0])
+    assert true == pytest.approx(abs(1 - 199))  # |d(v_i, target) − d(v_k, target)|, by hand
+    assert low <= true <= up  # Lemmas B.1, B.2
+    # the server's search: δ_max is half the 40 m cell's diagonal; the interval is the paper's
     dmax = 20 * math.sqrt(2)
-    assert (200 - dmax, 200 + dmax) == pytest.approx((171.72, 228.28), abs=5e-3)
-    assert bench.matched_rows(betas, np.array([200 - dmax]), np.array([200 + dmax]))[0] == 3
+    assert (up - dmax, up + dmax) == pytest.approx((171.72, 228.28), abs=5e-3)
+    betas = np.sort(lrgeo.travel_error(tc, q, table.ref, table.ref).ravel())  # every table row
+    found = {round(float(b), 9) for b in betas if up - dmax <= b <= up + dmax}
+    assert found == {197.0, 205.0, 182.0}  # the true β and the two the paper names; not 240, 170
+    assert bench.matched_rows(betas, np.array([up - dmax]), np.array([up + dmax]))[0] == \
+        sum(up - dmax <= b <= up + dmax for b in betas) == 6  # both orders of each pair
     # the consistent interval [ĉ − 2δmax, ĉ] (ĉ − β = snap distances ∈ [0, 2δmax]) keeps 197, 182
     # and 170 and drops 205, which no snap can explain
-    assert bench.matched_rows(betas, np.array([200 - 2 * dmax]), np.array([200.0]))[0] == 3
+    assert {round(float(b), 9) for b in betas if up - 2 * dmax <= b <= up} == {197.0, 182.0, 170.0}
 
 
 def test_ratio_parts_fast_lp_equals_pyomo_and_orders(setup):
