@@ -1,10 +1,13 @@
 """``lpmech lip`` exit codes, statuses and messages (issue 11): each asserted against what the
-status means, and the README's latent example against the vertex method."""
+status means, and the README's latent example (run by the vertex method) against SCIP and
+Bayes' rule."""
 
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from lpmech.cli import main
@@ -54,13 +57,48 @@ def test_help_describes_every_option_and_exit_codes(capsys):
     assert "what the channel minimises" in text  # --objective
 
 
+def _mmse_by_bayes(Q, P, values):
+    """E[(v(X) − E[v(X) | Y])²] by Bayes' rule, one output at a time (loops)."""
+    total = 0.0
+    for y in range(len(Q[0])):
+        py = sum(P[x] * Q[x][y] for x in range(len(P)))
+        if py <= 0:
+            continue
+        mean = sum(P[x] * Q[x][y] * values[x] for x in range(len(P))) / py
+        total += sum(P[x] * Q[x][y] * (values[x] - mean) ** 2 for x in range(len(P)))
+    return total
+
+
+def _latent_epsilon_by_bayes(Q, P, T):
+    """max |log Pr(G=g | Y=y) / Pr(G=g)| from the joint Pr(G=g, X=x) = Pr(G=g)·T[g][x] (loops);
+    Pr(G) is the solution of Σ_g Pr(G=g) T[g][x] = P_x (least squares: consistent here)."""
+    pg = np.linalg.lstsq(np.asarray(T).T, np.asarray(P), rcond=None)[0]
+    worst = 0.0
+    for y in range(len(Q[0])):
+        py = sum(P[x] * Q[x][y] for x in range(len(P)))
+        if py <= 0:
+            continue
+        for g in range(len(T)):
+            pgy = sum(pg[g] * T[g][x] * Q[x][y] for x in range(len(P)))
+            worst = max(worst, abs(math.log(pgy / py / pg[g])))
+    return worst
+
+
 def test_readme_latent_example_runs_and_is_optimal(capsys):
+    P, T = [0.45, 0.45, 0.1], [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1]]
     code, out = run(capsys, "--prior", "0.45,0.45,0.1", "--correlation", "0.8,0.1,0.1;0.1,0.8,0.1",
                     "--json")
     d = json.loads(out.out)
     assert code == 0 and d["status"] == "optimal"
-    T = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1]]
-    assert lip.lip_epsilon(d["matrix"], [0.45, 0.45, 0.1], T) <= 1.0 + 1e-6
+    # the channel printed is ε-LIP for G by Bayes' rule, and its MSE is the one reported
+    assert _latent_epsilon_by_bayes(d["matrix"], P, T) <= 1.0 * (1 + 1e-6)
+    assert d["mse"] == pytest.approx(_mmse_by_bayes(d["matrix"], P, [0, 1, 2]), rel=1e-9)
+    # optimal: the CLI ran the vertex method; SCIP (spatial branch and bound on the Pyomo model)
+    # reaches the same optimum and its dual bound is not above the CLI's MSE
+    assert d["method"] == "vertex"
+    scip = lip.solve(P, 1.0, T=T, method="scip")
+    assert d["mse"] == pytest.approx(scip.objective, rel=1e-6)
+    assert scip.bound <= d["mse"] * (1 + 1e-6)
     # the inconsistent prior of the old README example is an input error naming the cause
     code, out = run(capsys, "--prior", "0.2,0.3,0.5", "--correlation", "0.8,0.1,0.1;0.1,0.8,0.1")
     assert code == 2 and "inconsistent with the prior" in out.err
