@@ -6,8 +6,10 @@ is recomputed here independently."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import tracemalloc
 import zipfile
 
 import numpy as np
@@ -239,25 +241,54 @@ def test_memory_error_is_exit_2(capsys, monkeypatch):
     assert code == 2 and obj["status"] == "input_error" and msg.startswith("out of memory")
 
 
-@pytest.mark.parametrize("argv, K, arrays, what", [
-    (["omg", "--grid", "1000000000x1000000000"], 10**18, resources.INSTANCE_ARRAYS,
-     "a 1000000000x1000000000 grid"),
-    (["omg", "--grid", "300x300"], 90_000, resources.INSTANCE_ARRAYS, "a 300x300 grid"),
+def _measured_arrays(build):
+    """(peak, resident) memory of ``build()`` in dense K×K float64 arrays, measured by tracemalloc
+    (which counts numpy's buffers) on a small instance; K = the number of locations built."""
+    build()  # imports and caches first
+    tracemalloc.start()
+    try:
+        obj = build()
+        resident, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    K = len(obj.coords)
+    return peak / (8 * K * K), resident / (8 * K * K)
+
+
+def _needs_bytes(msg: str) -> float:
+    return float(re.search(r"needs at least ([0-9.e+]+) GB", msg).group(1)) * 1e9
+
+
+def _check_estimate(need, K, peak, resident):
+    """The refused size's estimate lies between what the built instance keeps and the measured peak
+    of building it (both K×K counts measured on a small one; 3 significant digits printed)."""
+    assert need > GB and 8 * K * K * resident > GB  # the refusal is justified
+    assert 8 * K * K * resident * (1 - 5e-3) <= need <= 8 * K * K * peak * (1 + 5e-3)
+
+
+@pytest.mark.parametrize("argv, K, what", [
+    (["omg", "--grid", "1000000000x1000000000"], 10**18, "a 1000000000x1000000000 grid"),
+    (["omg", "--grid", "300x300"], 90_000, "a 300x300 grid"),
 ])
-def test_too_large_grid_is_refused_before_allocating(capsys, memory, argv, K, arrays, what):
+def test_too_large_grid_is_refused_before_allocating(capsys, memory, argv, K, what):
     code, obj, msg = run_error(capsys, *argv)
-    need = 8 * K * K * arrays  # float64 K×K arrays
     assert code == 2 and obj["status"] == "input_error"
-    assert msg.startswith(f"{what} (K = {K:,} locations) needs at least {need / 1e9:.3g} GB")
+    assert msg.startswith(f"{what} (K = {K:,} locations) needs at least ")
     assert f"than the {GB / 1e9:.3g} GB available" in msg and "smaller instance" in msg
+    peak, resident = _measured_arrays(lambda: li.grid(30, 30))
+    _check_estimate(_needs_bytes(msg), K, peak, resident)
 
 
 def test_too_large_synthetic_road_grid_is_refused(capsys, memory):
     code, obj, msg = run_error(capsys, "lrgeo", "--synthetic", "400x400")
     K = math.ceil(400 * 400 * 0.875)
     assert code == 2 and obj["status"] == "input_error"
-    assert f"(K = {K:,} cells) needs at least {8 * K * K * resources.ROAD_GRID_ARRAYS / 1e9:.3g} GB" in msg
-    assert "--synthetic" in msg
+    assert f"(K = {K:,} cells) needs at least " in msg and "--synthetic" in msg
+    from lpmech.datasets import synthetic_road_grid
+
+    peak, resident = _measured_arrays(
+        lambda: synthetic_road_grid(30, 30, rng=np.random.default_rng(0)))
+    _check_estimate(_needs_bytes(msg), K, peak, resident)
 
 
 def test_omg_method_memory_is_checked(memory):
