@@ -234,11 +234,43 @@ def test_constant_workload_needs_no_noise():
     assert res.certificate.satisfied and res.certificate.realized_epsilon == 0.0
 
 
+def _line_scale_program_by_slsqp(W, A, eps):
+    """Program (1)'s total error for a fixed strategy A under ε|x − x'|, solved here by SLSQP:
+    min Σ_j 2‖B[:, j]‖² s_j² s.t. Σ_j |A_jx − A_jx'| / s_j ≤ ε|x − x'|, B = W A⁺. On the line
+    only adjacent pairs bind (|·| is subadditive and the distance additive); in t = log(1/s). Rows
+    no pair tells apart, or no query uses, carry no noise cost and are left out. SLSQP's end point
+    is scaled back onto the constraints, so the value returned is that of a feasible point."""
+    B = W @ np.linalg.pinv(A)
+    c = 2 * (B ** 2).sum(axis=0)
+    M = np.abs(np.diff(A, axis=1)).T  # adjacent pairs × strategy rows
+    keep = M.any(axis=0) & (c > 1e-12)
+    M, c = M[:, keep], c[keep]
+    y0 = np.full(c.size, np.log(eps / M.sum(axis=1).max()))  # feasible start
+    sol = minimize(lambda y: (c * np.exp(-2 * y)).sum(), y0, jac=lambda y: -2 * c * np.exp(-2 * y),
+                   constraints=[{"type": "ineq", "fun": lambda y: eps - M @ np.exp(y),
+                                 "jac": lambda y: -M * np.exp(y)}],
+                   method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000})
+    u = np.exp(sol.x)
+    u /= max(1.0, (M @ u).max() / eps)  # onto the constraints
+    return float((c / u ** 2).sum())
+
+
 def test_choose_strategy_heuristic():
-    best = mm.choose_strategy("ranges", mm.line_metric(16, 1.0))
+    m, eps = 16, 1.0
+    best = mm.choose_strategy("ranges", mm.line_metric(m, eps))
     table = best.stats["candidates"]
-    assert best.stats["strategy"] == "prefix" and best.objective == min(table.values())
-    assert best.objective == pytest.approx(2 * 16 * 15, rel=1e-6)
+    # each candidate's error against an independent solve of its scale program (SLSQP: a feasible
+    # point, so ours is at most its value); the heuristic keeps the least of those
+    W = mm.all_ranges(m)
+    ref = {name: _line_scale_program_by_slsqp(W, build(m), eps)
+           for name, build in (("identity", mm.identity), ("prefix", mm.prefix),
+                               ("hierarchical", mm.hierarchical))}
+    assert set(table) == set(ref)
+    for name, value in ref.items():
+        assert table[name] == pytest.approx(value, rel=1e-5)
+        assert table[name] <= value * (1 + 1e-9)
+    assert best.stats["strategy"] == min(ref, key=ref.get) == "prefix"
+    assert best.objective == pytest.approx(2 * m * (m - 1) / eps ** 2, rel=1e-6)  # §3.3 closed form
     best = mm.choose_strategy("identity", mm.es_metric(16, 2, 1.0))
     assert best.stats["strategy"] == "identity"
     assert best.objective == pytest.approx(mm.es_closed_form(16, 2, 1.0), rel=1e-6)
