@@ -23,7 +23,7 @@ from .mechanism import Mechanism
 from .models import baselines, omg
 from .solvers.result import Result
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CertificationError", "InfeasibleError", "InputError", "IterationLimitError", "LpmechError",

@@ -7,18 +7,18 @@ target as it was (absent, or its previous content) and removes the temporary fil
 
 A saved mechanism is an ``.npz`` archive (read with ``allow_pickle=False``) holding
 
-==================  ========================================================================
-``matrix``          K×K row-stochastic matrix Z[i, k] = Pr[report k | true i]
-``metric``          K×K distance matrix d the mechanism was built and certified for
-``prior``, ``loss`` the instance's prior p (length K) and loss L (K×K)
-``epsilon``         target ε (0-d float)
-``gamma``           neighbour threshold γ of (ε, γ)-Geo-Ind (0-d float, ``inf`` for classical)
-``certificate``     JSON: the :class:`~lpmech.mechanism.PrivacyCertificate`
-``optimality``      JSON: the :class:`~lpmech.certificate.OptimalityCertificate`
-``summary``         JSON: :meth:`lpmech.solvers.result.Result.summary`
-``instance``        JSON: how the instance was built (description, kind, unit, shape, cell)
-``format``          ``"lpmech-mechanism/1"``
-==================  ========================================================================
+=====================  ========================================================================
+``matrix``             K×K row-stochastic matrix Z[i, k] = Pr[report k | true i]
+``metric``             K×K distance matrix d the mechanism was built and certified for
+``prior``, ``loss``    the instance's prior p (length K) and loss L (K×K)
+``epsilon``            target ε (0-d float)
+``gamma``              neighbour threshold γ of (ε, γ)-Geo-Ind (0-d float, ``inf`` for classical)
+``certificate``        JSON: the :class:`~lpmech.mechanism.PrivacyCertificate`
+``optimality``         JSON: the :class:`~lpmech.certificate.OptimalityCertificate`
+``summary``            JSON: :meth:`lpmech.solvers.result.Result.summary`
+``instance``           JSON: how the instance was built (description, kind, unit, shape, cell)
+``format``             ``"lpmech-mechanism/1"``
+=====================  ========================================================================
 
 JSON here is strict (no ``NaN``/``Infinity``): non-finite numbers are written as the strings
 ``"inf"``, ``"-inf"`` and ``"nan"`` (see :func:`jsonable`).

@@ -1,6 +1,8 @@
-"""Every command in the README runs as written (issue 11 §5), and its Python snippets are complete.
+"""Every command in the README and the docs runs as written (issue 11 §5), and the README's Python
+snippets are complete.
 
-The shell code blocks of README.md are read line by line: ``lpmech ...`` and ``python -m lpmech ...``
+The shell code blocks of README.md and of the docs (``docs/**/*.md``, in file order after the
+README) are read line by line: ``lpmech ...`` and ``python -m lpmech ...``
 commands run in-process (``lpmech.cli.main``) in a scratch directory, after the block's own
 file-making lines (``printf ... > f``, ``python -c ...``) ran there. The exit code must be the one
 the README promises: 0, or ``N`` where the line's comment says ``exit N``. Inline commands of the
@@ -26,6 +28,9 @@ from lpmech.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: the documents whose shell blocks run: the README first, then the docs pages
+DOCUMENTS = [README, *sorted(p for p in (ROOT / "docs").rglob("*.md")
+                             if "_build" not in p.parts and "_generated" not in p.parts)]
 DATA = ROOT.parent / "shared" / "data"
 TIMES: dict[str, float] = {}
 
@@ -60,9 +65,17 @@ def _strip_comment(line: str) -> tuple[str, str]:
 
 
 def readme_steps() -> list[tuple[str, str, str]]:
-    """(kind, command, comment) in README order; kind is "lpmech" or "shell" (file-making)."""
+    """(kind, command, comment) in document order (README, then the docs pages); kind is
+    "lpmech" or "shell" (file-making)."""
     steps = []
-    text = README.read_text()
+    for path in DOCUMENTS:
+        steps += _steps(path.read_text(), prose=path == README)
+    return steps
+
+
+def _steps(text: str, *, prose: bool) -> list[tuple[str, str, str]]:
+    """The steps of one document: its shell blocks, and with ``prose`` its inline commands."""
+    steps = []
     for lang, lines in _blocks(text):
         if lang == "python":
             continue
@@ -73,8 +86,10 @@ def readme_steps() -> list[tuple[str, str, str]]:
                     steps.append(("lpmech", part, comment))
                 elif part.startswith(("printf ", "python -c ")):
                     steps.append(("shell", part, comment))
-    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    for span in re.findall(r"`(lpmech [^`]*)`", prose):  # a bare `lpmech` names the script
+    if not prose:
+        return steps
+    outside = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    for span in re.findall(r"`(lpmech [^`]*)`", outside):  # a bare `lpmech` names the script
         if "|" not in span and "..." not in span and "FILE" not in span:
             steps.append(("lpmech", span, ""))
     return steps
@@ -149,14 +164,17 @@ def test_readme_commands_run_as_written(tmp_path, monkeypatch, capsys):
 
 
 def test_python_snippets_import_what_they_use():
-    """Each Python block of the tour imports the names it uses (np, li, omg, le, ...), so it runs
-    when pasted alone: checked by compiling it and looking up every free name."""
+    """Each Python block of the README imports the names it uses (np, li, omg, le, ...), so it runs
+    when pasted alone: checked by compiling it (the source lines of a ``>>>`` block) and looking up
+    every free name. The blocks run, and their output is checked, in test_docs_examples.py."""
     import builtins
     import symtable
 
     for lang, lines in _blocks(README.read_text()):
         if lang != "python":
             continue
+        if lines and lines[0].startswith(">>>"):
+            lines = [ln[4:] for ln in lines if ln.startswith((">>> ", "... ", ">>>", "..."))]
         src = "\n".join(lines)
         table = symtable.symtable(src, "<readme>", "exec")
         defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}

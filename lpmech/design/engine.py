@@ -1,6 +1,6 @@
 """The design engine: a notion + a linear loss + master rows, solved and certified.
 
-A design problem over K inputs and n outputs is
+A design problem over K inputs and n outputs is::
 
     min_Z  Σ_ik C_ik z_ik                       (C = costs, or C_ik = p_i L_ik from a prior and a loss)
     s.t.   A z_k ≤ 0  and  z_ik = 0 (i ∈ zeros(k))     for every output column z_k  (the notion)
@@ -210,7 +210,7 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
             optimal (relative, or 1e-9 absolute).
         time_limit: seconds; a stop there raises :class:`~lpmech.errors.TimeLimitError`.
         columns: starting columns ``(k, v)`` for the decomposition (e.g. a closed form's).
-        workers, executor, max_rounds, **decompose_options: passed to the decomposition.
+        workers, executor, max_rounds, ``**decompose_options``: passed to the decomposition.
         algorithm: HiGHS algorithm of the full LP (``"simplex"``, ``"ipm"``, ``"choose"``).
         merge: solve with interchangeable outputs merged (:func:`merge_outputs`; same optimum,
             the mechanism puts each merged class's mass on its first output).

@@ -13,3 +13,7 @@ A family imports another family's package (its public API), never the other way 
 design engine (:mod:`lpmech.design`) imports no model: ``tests/test_layout.py`` checks the import
 graph has no circle.
 """
+
+from .._deprecated import install as _install_deprecated_paths  # noqa: E402
+
+_install_deprecated_paths()  # lpmech.models.matrix_mechanism and the other 0.1 paths, with a warning
