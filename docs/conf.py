@@ -22,7 +22,7 @@ import lpmech  # noqa: E402
 
 project = "lpmech"
 author = "lpmech contributors"
-copyright = "2026, lpmech contributors"  # noqa: A001
+copyright = "2026, lpmech contributors"
 release = lpmech.__version__
 version = ".".join(release.split(".")[:2])
 

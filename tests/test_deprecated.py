@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from lpmech._deprecated import MOVED, REMOVED_IN
-
 import lpmech
+from lpmech._deprecated import MOVED, REMOVED_IN
 
 CHECK = """
 import importlib, sys, warnings
@@ -52,7 +51,8 @@ def test_from_import_of_an_old_name_works():
 
 def test_the_family_packages_still_import_without_a_warning():
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
-            "from lpmech.models import omg, lrgeo, le, lip\nfrom lpmech.models.matrix import matrix_mechanism\n"
+            "from lpmech.models import omg, lrgeo, le, lip\n"
+            "from lpmech.models.matrix import matrix_mechanism\n"
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]

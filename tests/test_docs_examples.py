@@ -79,3 +79,22 @@ def test_examples_run(path, tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+#: public entry points whose docstrings carry an Examples section (numpydoc): run as doctests
+DOCSTRING_EXAMPLES = ["lpmech.models.omg.omg.solve"]
+
+
+@pytest.mark.parametrize("name", DOCSTRING_EXAMPLES)
+def test_docstring_examples_run(name):
+    import importlib
+
+    module, _, attr = name.rpartition(".")
+    obj = getattr(importlib.import_module(module), attr)
+    assert "Examples\n    --------" in obj.__doc__
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=FLAGS)
+    tests = finder.find(obj, name, globs={})
+    assert tests and sum(len(t.examples) for t in tests) >= 3
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0, f"{name}: {runner.failures} docstring example(s) failed"

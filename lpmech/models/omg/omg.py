@@ -164,44 +164,81 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
           algorithm: str = "simplex", time_limit: float | None = None,
           max_loss: float | None = None, delta: float = 1.1, reduce: bool = True,
           merge: bool = True, verbose: bool = False) -> Result:
-    """Optimal (ε, γ)-Geo-Ind mechanism for ``instance`` (seed 002 (6)–(7)), certified.
+    """Optimal (ε, γ)-Geo-Ind mechanism for ``instance`` (Qiu et al., PETS 2025, (6)–(7)), certified.
 
-    Args:
-        instance: locations, metric d, prior p, loss L and γ.
-        epsilon: privacy budget ε (per unit of the metric).
-        method: ``"full"`` (every row written), ``"cutting-plane"`` (lazy rows, exact),
-            ``"decomposition"`` (Dantzig–Wolfe by output column with lazy rows, exact),
-            ``"spanner"`` (δ-spanner rows with ε/δ: approximate, certified ε-Geo-Ind) or
-            ``"auto"`` (:func:`choose_method`, or ``"full"`` with ``max_loss``; ``stats["method"]``
-            says what ran).
-            See :mod:`lpmech.models.omg.omg_large`.
-        path: ``"fast"`` (vectorised arrays straight to HiGHS) or ``"pyomo"`` (the declarative
-            model; full method only).
-        algorithm: HiGHS algorithm of the full and cutting-plane methods: ``"simplex"``,
-            ``"ipm"`` or ``"choose"``.
-        time_limit: seconds for the solver.
-        max_loss: optional utility requirement, expected loss ≤ max_loss (full method only).
-        delta: spanner dilation (method ``"spanner"``).
-        reduce: leave out implied rows (:func:`implied_pairs`, O(K³) work); the optimum does not
-            change. The decomposition generates its rows lazily and skips it.
-        merge: merge locations closer than double precision can tell apart
-            (d ≤ :data:`~lpmech.quotient.QUOTIENT_RTOL`·max d) into one location of the quotient
-            instance, solve that with ``method`` and expand the mechanism (:mod:`lpmech.quotient`);
-            ``stats["quotient_merged"]`` says how many locations were merged away.
-        verbose: show the solver's log (and the rounds of the large-K methods).
+    Minimises the expected loss Σ_i p_i Σ_k L[i,k] z[i,k] (4) over row-stochastic Z subject to the
+    Geo-Ind rows (1), written e^{−ε d_ij} z[i,k] − z[j,k] ≤ 0 for every pair with d_ij ≤ γ.
 
-    Returns a :class:`Result` whose mechanism is certified against *every* Geo-Ind pair (realised
-    ε ≤ ε·(1+1e-6)) and whose bound is a Lagrangian bound valid for the exact OMG optimum. Raises
-    ``InfeasibleError``, ``TimeLimitError`` or ``CertificationError`` instead of returning an
-    uncertified matrix.
+    Parameters
+    ----------
+    instance : Instance
+        Locations, metric d, prior p, loss L and γ.
+    epsilon : float
+        Privacy budget ε (per unit of the metric).
+    method : {"auto", "full", "cutting-plane", "decomposition", "spanner"}
+        ``"full"`` writes every row; ``"cutting-plane"`` adds rows lazily (exact);
+        ``"decomposition"`` is Dantzig–Wolfe by output column with lazy rows (exact);
+        ``"spanner"`` keeps the rows of a δ-spanner with ε/δ (approximate, certified ε-Geo-Ind);
+        ``"auto"`` picks by :func:`choose_method` (``"full"`` with ``max_loss``), and
+        ``stats["method"]`` says what ran. See :mod:`lpmech.models.omg.omg_large`.
+    path : {"fast", "pyomo"}
+        Vectorised arrays straight to HiGHS, or the declarative Pyomo model (full method only).
+    algorithm : {"simplex", "ipm", "choose"}
+        HiGHS algorithm of the full and cutting-plane methods.
+    time_limit : float, optional
+        Seconds for the solver.
+    max_loss : float, optional
+        Utility requirement, expected loss ≤ ``max_loss`` (full method only).
+    delta : float
+        Spanner dilation (method ``"spanner"``).
+    reduce : bool
+        Leave out implied rows (:func:`implied_pairs`, O(K³) work); the optimum does not change.
+        The decomposition generates its rows lazily and skips it.
+    merge : bool
+        Merge locations closer than double precision can tell apart
+        (d ≤ :data:`~lpmech.quotient.QUOTIENT_RTOL`·max d) into one location of the quotient
+        instance, solve that and expand the mechanism (:mod:`lpmech.quotient`);
+        ``stats["quotient_merged"]`` says how many locations were merged away.
+    verbose : bool
+        Show the solver's log (and the rounds of the large-K methods).
 
-    Near-coincident points. Geo-Ind forces the rows of two points at d = 0 to be equal and the rows
-    of two points at a tiny d to be equal up to e^{ε d}. With ``merge`` the points closer than
-    double precision can resolve are solved as one location (:mod:`lpmech.quotient`); the other
-    near-equal rows are kept sound by :func:`implied_pairs` (only strictly shorter legs) and by the
-    cleaning step (:func:`lpmech.mechanism.clean`: one common row per near-duplicate group before
+    Returns
+    -------
+    Result
+        The mechanism is certified against *every* Geo-Ind pair (realised ε ≤ ε·(1 + 1e-6));
+        the bound is a Lagrangian bound valid for the exact OMG optimum; ``status`` is
+        ``"optimal"``, or ``"feasible"`` for the spanner.
+
+    Raises
+    ------
+    InputError
+        Bad input (ε ≤ 0, an ε·d that over- or underflows, an unknown method).
+    InfeasibleError
+        ``max_loss`` below the optimum.
+    TimeLimitError, IterationLimitError
+        Stopped before a certified optimum (``exc.result`` holds the best certified mechanism).
+    CertificationError
+        The cleaned matrix misses its privacy certificate.
+
+    Notes
+    -----
+    Geo-Ind forces the rows of two points at d = 0 to be equal and the rows of two points at a
+    tiny d to be equal up to e^{ε d}. With ``merge`` the points closer than double precision can
+    resolve are solved as one location; the other near-equal rows are kept sound by
+    :func:`implied_pairs` (only strictly shorter legs) and by the cleaning step
+    (:func:`lpmech.mechanism.clean`: one common row per near-duplicate group before
     renormalising). Whatever was merged, the mechanism returned is certified on the *original*
     points, and its objective is the expected loss on the original instance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech import instance as li
+    >>> from lpmech.models import omg
+    >>> inst = li.grid(5, 5).with_prior(np.random.default_rng(0).dirichlet(np.ones(25)))
+    >>> res = omg.solve(inst, 1.0)
+    >>> print(res.status, res.stats["method"], f"{res.objective:.6f}", res.gap < 1e-6)
+    optimal cutting-plane 1.011788 True
     """
     eps = check_model_inputs(instance, epsilon, max_loss=max_loss)
     t0 = time.perf_counter()
