@@ -393,11 +393,30 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------ files
 
 
-def _existing(path) -> Path:
+def _existing(path, flag: str | None = None) -> Path:
+    """``path`` as a :class:`Path` when it is an existing regular file; else an
+    :class:`InputError` that says whether it is missing or a directory (``flag``, e.g.
+    ``"--points"``, names the option the path came from)."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"no such file: {p}")
+        what = f"{flag} {p}" if flag else str(p)
+        if p.is_dir():
+            raise InputError(f"{what} is a directory, not a file: give the file inside it")
+        if p.exists():
+            raise InputError(f"{what} is not a regular file")
+        raise InputError(f"no such file: {p}" if flag is None else f"{flag}: no such file: {p}")
     return p
+
+
+def check_seed(seed, flag: str = "--seed") -> int:
+    """A random seed for :func:`numpy.random.default_rng`: a non-negative integer, else an
+    :class:`InputError` naming ``flag``. The one place the commands validate their seeds."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InputError(f"{flag} must be a non-negative integer, got {seed!r}")
+    if seed < 0:
+        raise InputError(f"{flag} must be a non-negative integer (a numpy.random.default_rng seed), "
+                         f"got {int(seed)}")
+    return int(seed)
 
 
 def load_numpy(path, what: str = "array") -> dict[str, np.ndarray]:
@@ -441,8 +460,11 @@ def _exc_name(exc: BaseException) -> str:
 def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance:
     """A distance matrix from ``.npy`` or ``.npz``.
 
-    In an ``.npz`` the matrix is the array named ``distances`` (or ``metric``, or the only array);
-    arrays named ``prior`` and ``loss`` are used too unless given in ``kwargs``.
+    In an ``.npz`` the matrix is the array named ``distances`` (or ``metric``, as a mechanism saved
+    by ``lpmech omg --out`` has it, or a single unnamed array, ``numpy.savez(FILE, d)``); any other
+    archive is refused, naming the arrays it has (an archive holding only ``prior`` is not a
+    distance matrix).
+    Arrays named ``prior`` and ``loss`` are used too unless given in ``kwargs``.
     """
     arrays = load_numpy(path, "distance matrix")
     p = Path(path)
@@ -451,10 +473,12 @@ def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance
         d = arrays[""]
     else:
         key = next((k for k in ("distances", "metric") if k in arrays), None)
-        if key is None and len(arrays) == 1:
-            key = next(iter(arrays))
+        if key is None and list(arrays) == ["arr_0"]:
+            key = "arr_0"  # numpy.savez(FILE, d): one unnamed array, the matrix
         if key is None:
-            raise InputError(f"{p} has no array named 'distances' (found {sorted(arrays)})")
+            raise InputError(f"{p} has no array named 'distances' (found {sorted(arrays)}); save "
+                             "the distance matrix as numpy.savez(FILE, distances=d[, prior=p, "
+                             "loss=L])")
         d = arrays[key]
         extra = {k: arrays[k] for k in ("prior", "loss") if k in arrays}
     return from_matrix(d, allow_nonmetric=allow_nonmetric, **{**extra, **kwargs})

@@ -52,15 +52,17 @@ REQUIRED_ARRAYS = ("matrix", "metric", "prior", "loss", "epsilon", "gamma",
 # -------------------------------------------------------------------------------- atomic writes
 
 
-def check_output_path(path, *, suffix: str | None = None) -> Path:
+def check_output_path(path, *, suffix: str | None = None, flag: str | None = None) -> Path:
     """Check that ``path`` can be an output file: its directory exists, it is not a directory, and
     it ends in ``suffix`` (e.g. ``".npz"``) when given. Returns it as a :class:`Path`.
 
-    Call it before long work so a bad ``--out`` fails at once, not after the solve.
+    Call it before long work so a bad ``--out`` fails at once, not after the solve. ``flag``
+    (``"--out"``, ``"--plot"``) names the option in the messages.
     """
     p = Path(path)
+    choose = f"choose another {flag} path" if flag else "choose another output path"
     if suffix is not None and p.suffix.lower() != suffix:
-        raise InputError(f"output file {p} must end in {suffix}")
+        raise InputError(f"{flag + ' ' if flag else 'output file '}{p} must end in {suffix}")
     parent = p.parent
     if not parent.is_dir():
         raise InputError(f"cannot write {p}: directory {parent} does not exist")
@@ -72,7 +74,7 @@ def check_output_path(path, *, suffix: str | None = None) -> Path:
             pass
     except OSError as exc:
         raise InputError(f"cannot write {p}: directory {parent} is not writable "
-                         f"({exc.strerror or exc}); choose another --out path") from None
+                         f"({exc.strerror or exc}); {choose}") from None
     with contextlib.suppress(OSError):
         probe.unlink()
     if p.exists() and not os.access(p, os.W_OK):
@@ -80,7 +82,7 @@ def check_output_path(path, *, suffix: str | None = None) -> Path:
     return p
 
 
-def atomic_write(path, write_fn: Callable[[BinaryIO], Any]) -> Path:
+def atomic_write(path, write_fn: Callable[[BinaryIO], Any], *, flag: str | None = None) -> Path:
     """Write ``path`` atomically: ``write_fn(f)`` fills a binary file object for a temporary file
     in the same directory, which then replaces ``path`` in one step.
 
@@ -89,7 +91,7 @@ def atomic_write(path, write_fn: Callable[[BinaryIO], Any]) -> Path:
     too. Raises :class:`~lpmech.errors.InputError` when the directory does not exist or the file
     cannot be written.
     """
-    p = check_output_path(path)
+    p = check_output_path(path, flag=flag)
     while True:  # an exclusive create with a random name; retry on the (unlikely) collision
         tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
         try:
@@ -217,6 +219,8 @@ def load_mechanism(path) -> SavedMechanism:
     """Read a mechanism saved by :func:`save_result`; :class:`~lpmech.errors.InputError` for a
     missing, unreadable or corrupt file, missing arrays, or a matrix that is not a mechanism."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p} is a directory, not a file: give the saved .npz inside it")
     if not p.is_file():
         raise InputError(f"no such file: {p}")
     if p.suffix != ".npz":
@@ -261,15 +265,143 @@ def load_mechanism(path) -> SavedMechanism:
         optimality=text("optimality"), summary=text("summary"), instance=text("instance") or {})
 
 
+# ------------------------------------------------------------- other saved mechanisms (certify)
+
+#: the ``format`` of each kind of saved file; :func:`load_saved` reads all of them
+FORMATS = {
+    FORMAT: "omg",
+    "lpmech-lrgeo/1": "lrgeo",
+    "lpmech-lip/1": "lip",
+    "lpmech-matrix-mechanism/1": "mm",
+}
+
+
+def _save_npz(path, arrays: dict, flag: str | None = "--out") -> Path:
+    p = check_output_path(path, suffix=".npz", flag=flag)
+    return atomic_write(p, lambda f: np.savez_compressed(f, **arrays), flag=flag)
+
+
+def save_lrgeo(path, result, metric, epsilon: float, gamma: float, *, coords=None,
+               choices=None) -> Path:
+    """Save an LR-Geo result (``lpmech lrgeo --out``): the users' stacked matrices ``matrix``
+    (rows: each user's LR set, columns: the K cells), ``row_cells`` (the cell of each row),
+    ``row_offsets`` and ``users``, the grid's distances ``metric`` (K×K, km), ``epsilon``,
+    ``gamma``, ``coords``, and JSON ``certificate``/``summary``/``choices``; ``format``
+    ``"lpmech-lrgeo/1"``. :func:`load_saved` reads it back; each user's block certifies on the
+    distances among its rows."""
+    st = result.stats
+    arrays = {
+        "matrix": result.mechanism.matrix,
+        "row_cells": np.concatenate([np.asarray(c, int) for c in st["lr_cells"]]),
+        "row_offsets": np.asarray(st["row_offsets"], int),
+        "users": np.asarray(st["users"], int),
+        "metric": np.asarray(metric, float),
+        "epsilon": np.float64(epsilon),
+        "gamma": np.float64(gamma),
+        "certificate": np.str_(dumps(result.certificate.to_dict())),
+        "summary": np.str_(dumps(result.summary())),
+        "choices": np.str_(dumps(choices)),
+        "format": np.str_("lpmech-lrgeo/1"),
+    }
+    if coords is not None:
+        arrays["coords"] = np.asarray(coords, float)
+    return _save_npz(path, arrays)
+
+
+def save_lip(path, result, *, notion: str, epsilon: float, priors=None, correlation=None,
+             cip_users=None) -> Path:
+    """Save a LIP/LDP/CIP channel (``lpmech lip --out``): ``matrix`` Q[x, y] = Pr(Y=y | X=x), the
+    ``notion`` it was certified under, ``epsilon``, the prior(s) ``priors`` (S×d, one row per
+    scenario), the latent-secret ``correlation`` (G×d, or absent) and, for CIP, ``cip_users``
+    (each user's Pr(D_i = 1)); JSON ``certificate``/``summary``; ``format`` ``"lpmech-lip/1"``."""
+    arrays = {
+        "matrix": result.mechanism.matrix,
+        "notion": np.str_(notion),
+        "epsilon": np.float64(epsilon),
+        "certificate": np.str_(dumps(result.certificate.to_dict())),
+        "summary": np.str_(dumps(result.summary())),
+        "format": np.str_("lpmech-lip/1"),
+    }
+    for name, a in (("priors", priors), ("correlation", correlation), ("cip_users", cip_users)):
+        if a is not None:
+            arrays[name] = np.asarray(a, float)
+    return _save_npz(path, arrays)
+
+
+def save_matrix_mechanism(path, result, metric) -> Path:
+    """Save a Laplace matrix mechanism (``lpmech mm --out``): strategy ``A`` (p×m), reconstruction
+    ``B`` (q×p), scales ``s`` (p), the metric ``metric`` E (m×m, ε included) and its ``epsilon``;
+    JSON ``certificate``/``summary``; ``format`` ``"lpmech-matrix-mechanism/1"``."""
+    mech = result.mechanism
+    arrays = {
+        "A": mech.A, "B": mech.B, "s": mech.s,
+        "metric": np.asarray(metric.matrix, float),
+        "epsilon": np.float64(metric.epsilon),
+        "certificate": np.str_(dumps(result.certificate.to_dict())),
+        "summary": np.str_(dumps(result.summary())),
+        "format": np.str_("lpmech-matrix-mechanism/1"),
+    }
+    return _save_npz(path, arrays)
+
+
+def load_saved(path) -> tuple[str, dict]:
+    """``(kind, arrays)`` of a file written by any ``--out`` of lpmech that holds a mechanism:
+    kind ``"omg"`` (:func:`save_result`; arrays is then the :class:`SavedMechanism`), ``"lrgeo"``,
+    ``"lip"`` or ``"mm"`` (the arrays of :func:`save_lrgeo`, :func:`save_lip`,
+    :func:`save_matrix_mechanism`). :class:`~lpmech.errors.InputError` for anything else."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p} is a directory, not a file: give the saved .npz inside it")
+    if not p.is_file():
+        raise InputError(f"no such file: {p}")
+    if p.suffix != ".npz":
+        raise InputError(f"{p} is not an .npz archive (a saved mechanism is written by the --out "
+                         "of 'lpmech omg', 'lrgeo', 'lip' or 'mm')")
+    arrays = load_numpy(p, "saved mechanism")
+    fmt = arrays.get("format")
+    fmt = str(fmt) if fmt is not None and fmt.dtype.kind == "U" and fmt.ndim == 0 else None
+    kind = FORMATS.get(fmt) if fmt is not None else ("omg" if "metric" in arrays else None)
+    if kind is None:
+        found = ", ".join(repr(k) for k in sorted(arrays)) or "none"
+        raise InputError(f"{p} is not a mechanism saved by lpmech (format {fmt!r}, arrays {found}); "
+                         "'lpmech certify' reads the --out files of omg, lrgeo, lip and mm")
+    if kind == "omg":
+        return kind, {"saved": load_mechanism(p)}
+    need = {"lrgeo": ("matrix", "row_cells", "row_offsets", "users", "metric", "epsilon", "gamma"),
+            "lip": ("matrix", "notion", "epsilon"),
+            "mm": ("A", "B", "s", "metric", "epsilon")}[kind]
+    missing = [k for k in need if k not in arrays]
+    if missing:
+        raise InputError(f"{p} ({fmt}) is missing array(s) {', '.join(missing)}")
+    for k in ("epsilon", "gamma"):
+        if k in arrays:
+            a = arrays[k]
+            if a.shape != () or a.dtype.kind not in "fiu":
+                raise InputError(f"{p}: array {k!r} must be a number, got shape {a.shape}")
+            arrays[k] = float(a)
+    if "notion" in arrays:
+        arrays["notion"] = str(arrays["notion"])
+    return kind, arrays
+
+
 # ------------------------------------------------------------------------------ input vectors
+
+
+def existing_file(path, what: str) -> Path:
+    """``path`` when it is an existing regular file; else an :class:`InputError` saying whether it
+    is missing or a directory (``what`` names it, e.g. ``"--weights"``)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what} {p} is a directory, not a file: give the file inside it")
+    if not p.is_file():
+        raise InputError(f"no such {what} file: {p}")
+    return p
 
 
 def read_vector(path, what: str = "vector") -> np.ndarray:
     """A 1-D float vector from ``.npy`` (shape (K,) or (K, 1)) or a one-column CSV/text file
     (an optional header line is skipped). Used for ``--prior FILE`` and ``--prior counts:FILE``."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"no such {what} file: {p}")
+    p = existing_file(path, what)
     if p.suffix.lower() == ".npy":
         v = load_numpy(p, what)[""]
         if v.ndim == 2 and v.shape[1] == 1:
@@ -304,14 +436,20 @@ def read_vector(path, what: str = "vector") -> np.ndarray:
 
 __all__ = [
     "FORMAT",
+    "FORMATS",
     "SavedMechanism",
     "atomic_write",
     "check_output_path",
     "dumps",
+    "existing_file",
     "instance_info",
     "jsonable",
     "load_mechanism",
+    "load_saved",
     "read_vector",
+    "save_lip",
+    "save_lrgeo",
+    "save_matrix_mechanism",
     "save_result",
     "write_csv",
 ]

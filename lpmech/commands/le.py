@@ -28,6 +28,8 @@ MAX_LP_CELLS = 144
 
 
 def register(sub, common) -> None:
+    import argparse
+
     from ..cli import _EXIT_CODES, add_instance_arguments
 
     p = sub.add_parser(
@@ -40,6 +42,9 @@ def register(sub, common) -> None:
                     "(the message names the smallest feasible epsilon). Large grids use the "
                     "FFT/Kronecker scale path.")
     add_instance_arguments(p, default_grid="10x10")
+    for action in p._actions:  # LE is local d-privacy (gamma = inf): --gamma is refused, not listed
+        if "--gamma" in action.option_strings:
+            action.help = argparse.SUPPRESS
     p.add_argument("--metric", choices=["euclidean", "manhattan"], default="euclidean",
                    help="grid metric (with --grid; default euclidean)")
     p.add_argument("--epsilon", type=float, default=1.0,
@@ -55,13 +60,19 @@ def register(sub, common) -> None:
                    default="auto",
                    help="how the LP (8) is solved: auto (the full LP up to 64 cells, else support "
                         "generation), full, support, outputs or decomposition")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="time limit of the LP (8) solves (with --lp, or for a prior LE is not "
+                        "optimal for); reaching it without a certified optimum is exit 4. LE's "
+                        "closed form and the grid scale path solve no LP")
     p.add_argument("--estimate", metavar="FILE",
                    help="reported counts (one per location, .npy or one-column CSV): estimate the "
                         "true counts with the inversion estimator (15)")
     p.add_argument("--out", metavar="FILE.npy",
-                   help="with --estimate: write the estimated counts here (atomically)")
+                   help="with --estimate: write the estimated counts here (atomically, only when "
+                        "the exit code is 0)")
     p.add_argument("--seed", type=int, default=0,
-                   help="seed of the Hutchinson estimate of mse_theory on large Euclidean grids")
+                   help="seed (a non-negative integer) of the Hutchinson estimate of mse_theory on "
+                        "large Euclidean grids")
     p.add_argument("--probes", type=int, default=16,
                    help="probe vectors of that estimate (default 16)")
     p.set_defaults(func=cmd_le)
@@ -78,25 +89,47 @@ def _large_grid(args):
 
 def cmd_le(args) -> int:
     from .. import io as lpio
-    from ..cli import finish, json_on_error, load_instance, print_json, solver_log_to_stderr
+    from ..cli import (
+        exit_code_for,
+        finish,
+        json_on_error,
+        load_instance,
+        print_json,
+        solver_log_to_stderr,
+    )
+    from ..instance import check_seed
     from ..models import le as L
 
     info = {"command": "le", "epsilon": args.epsilon}
     t0 = time.perf_counter()
     with json_on_error(args, info):
+        # every input is checked here, before the first solve (a refusal costs no solve)
+        check_seed(args.seed)
+        if args.time_limit is not None and not args.time_limit > 0:  # also NaN
+            raise InputError(f"--time-limit must be a positive number of seconds, got "
+                             f"{args.time_limit:g}")
+        if math.isfinite(args.gamma):
+            raise InputError(f"--gamma {args.gamma:g}: LE is local d-privacy, every pair is "
+                             "constrained (gamma = inf); drop --gamma")
         if args.out is not None:
             if args.estimate is None:
                 raise InputError("--out needs --estimate (it writes the estimated counts)")
-            lpio.check_output_path(args.out, suffix=".npy")
+            lpio.check_output_path(args.out, suffix=".npy", flag="--out")
         if args.probes < 2:
             raise InputError("--probes must be at least 2")
-        counts = None if args.estimate is None else lpio.read_vector(args.estimate, "counts")
+        counts = None if args.estimate is None else lpio.read_vector(args.estimate, "--estimate")
         big = _large_grid(args)
         if big is not None:
-            if args.prior is not None or args.cell is not None or math.isfinite(args.gamma) or args.lp:
+            if args.prior is not None or args.cell is not None or args.lp:
                 raise InputError(f"a {big[0]}x{big[1]} grid uses the scale path, which takes no "
-                                 "--prior, --cell, --gamma or --lp (distances are in cells)")
+                                 "--prior, --cell or --lp (distances are in cells)")
+            if args.time_limit is not None:
+                raise InputError(f"--time-limit applies to the LP (8), which a {big[0]}x{big[1]} "
+                                 "grid (the scale path, no LP) never solves; drop it")
             info.update(instance=f"grid {big[0]}x{big[1]} cell=1 metric={args.metric}")
+            L.check_grid_epsilon(*big, args.epsilon, args.metric, flag="--epsilon")
+            if counts is not None:
+                counts = _counts(counts, big[0] * big[1])
             out, estimate = _run_grid(args, big, counts)
         else:
             inst = load_instance(args)
@@ -108,10 +141,16 @@ def cmd_le(args) -> int:
 
                 inst = grid(*inst.shape, cell=inst.cell, metric=args.metric, prior=inst.prior)
             info.update(instance=inst.describe())
+            L.check_le_epsilon(args.epsilon, inst.metric, flag="--epsilon")
+            if counts is not None:
+                counts = _counts(counts, inst.K)
             with solver_log_to_stderr(args.verbose):
                 out, estimate = _run_dense(args, inst, counts, L)
+        code = exit_code_for(out["status"])
+        if code != 0:
+            args.out = None  # files only on exit 0 (the CLI contract)
         if estimate is not None and args.out is not None:
-            lpio.atomic_write(args.out, lambda f: np.save(f, estimate))
+            lpio.atomic_write(args.out, lambda f: np.save(f, estimate), flag="--out")
     out.update(info, time_s=time.perf_counter() - t0, estimate_out=args.out)
     if args.json:
         print_json(out)
@@ -131,7 +170,7 @@ def _run_dense(args, inst, counts, L):
     # LP (8) up to MAX_LP_CELLS cells (any size with --lp), else LE with status feasible (exit 4)
     res = L.solve(inst, args.epsilon, path="auto", fallback_lp=args.lp,
                   max_lp_size=inst.K if args.lp else MAX_LP_CELLS, lp_method=args.lp_method,
-                  verbose=args.verbose)
+                  time_limit=args.time_limit, verbose=args.verbose)
     P = res.mechanism.matrix
     c = _uniform(inst.K)
     out = {"status": res.status, "m": inst.K, "path": res.stats["path"],
@@ -166,12 +205,16 @@ def _run_grid(args, shape, counts):
     W, H = shape
     g = L.GridLE(W, H, args.epsilon, metric=args.metric)
     c = _uniform(g.m)
-    mse, se = g.mse_theory(c, rng=np.random.default_rng(args.seed), probes=args.probes)
+    if g.p.min() > 0:
+        mse, se = g.mse_theory(c, rng=np.random.default_rng(args.seed), probes=args.probes)
+    else:  # some p_kk = 0: P is singular, the inversion estimator (15) and its MSE do not exist
+        mse, se = None, None
     out = {"status": "optimal", "m": g.m, "path": "grid-" + ("kronecker" if args.metric == "manhattan"
                                                              else "fft-cg"),
            "instance": f"grid {W}x{H} cell=1 metric={args.metric}",
            "realized_epsilon": g.certificate.realized_epsilon,
-           "colocation_error": g.range_error(c, 0.0), "mse_theory": mse / c.sum(),
+           "colocation_error": g.range_error(c, 0.0),
+           "mse_theory": None if mse is None else mse / c.sum(),
            "mse_theory_se": se / c.sum() if se else None,
            "residual": g.stats["residual"], "cg_iterations": g.stats["cg_iterations"],
            # KKT of Thm 1 on the grid: with λ = p every residual but (23) E λ = 1 and λ ≥ 0 is 0

@@ -43,7 +43,8 @@ def register(sub, common) -> None:
     src.add_argument("--cip-users", metavar="P1,...,PN",
                      help="centralized information privacy ([001] Sec. IV-D): each user's Pr(D_i = 1); a "
                           "trusted server releases Y from the sum S = sum D_i (inputs 0..N), every "
-                          "user's posterior within e^+-eps of the prior; implies --notion cip")
+                          "user's posterior within e^+-eps of the prior; at least two users; "
+                          "implies --notion cip")
     p.add_argument("--prior-hi", metavar="HI1,HI2,...", help="upper corner of a prior box")
     p.add_argument("--values", metavar="A1,A2,...",
                    help="numeric values of the d inputs for --task sum (default 0..d-1)")
@@ -55,11 +56,12 @@ def register(sub, common) -> None:
                         "prior must be a mixture of these rows")
     p.add_argument("--epsilon", type=float, default=1.0,
                    help="privacy budget, 1e-9 <= epsilon <= 12 (default 1)")
-    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish", "di"), default="lip",
+    p.add_argument("--notion", choices=("lip", "ldp", "pufferfish", "di", "cip"), default=None,
                    help="privacy notion of the design constraint: lip (eps-LIP, default; with "
                         "--correlation the latent-secret LIP, with a prior set BP-LIP), ldp (eps-LDP), "
-                        "pufferfish (local Pufferfish over the correlation's secrets) or di "
-                        "(eps-differential identifiability, one prior)")
+                        "pufferfish (local Pufferfish over the correlation's secrets), di "
+                        "(eps-differential identifiability, one prior) or cip (centralized "
+                        "information privacy: only with --cip-users, which implies it)")
     p.add_argument("--objective", choices=("mse", "mae", "hamming"), default="mse",
                    help="what the channel minimises: mse (MSE of the MMSE estimator, default), mae "
                         "(expected |X - Y|, an LP) or hamming (Pr(Y != X), an LP)")
@@ -77,6 +79,9 @@ def register(sub, common) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the local solve's random starts")
     p.add_argument("--time-limit", type=float, metavar="SEC",
                    help="solver time limit; a stop without a certified optimum exits 4")
+    p.add_argument("--out", metavar="FILE.npz",
+                   help="save the certified channel, its notion, epsilon and prior(s) (written "
+                        "atomically, only when the exit code is 0; 'lpmech certify' reads it)")
     p.set_defaults(func=cmd_lip)
 
 
@@ -94,20 +99,52 @@ def _matrix(text: str, what: str) -> np.ndarray:
     return np.array(rows)
 
 
+def _check_cip_flags(args) -> None:
+    """--cip-users designs a channel on the sum under CIP: refuse the flags that contradict it."""
+    if args.cip_users is None:
+        if args.notion == "cip":
+            raise InputError("--notion cip needs --cip-users P1,...,PN (each user's Pr(D_i = 1))")
+        return
+    if args.notion not in (None, "cip"):
+        raise InputError(f"--cip-users designs under CIP (it implies --notion cip), but --notion "
+                         f"{args.notion} was given; drop --notion or --cip-users")
+    given = [f for f, v in (("--values", args.values), ("--correlation", args.correlation),
+                            ("--prior-hi", args.prior_hi)) if v is not None]
+    if args.task != "sum":
+        given.append(f"--task {args.task}")
+    if args.objective != "mse":
+        given.append(f"--objective {args.objective}")
+    if given:
+        raise InputError(f"{', '.join(given)} does not apply with --cip-users (the CIP channel on "
+                         "the sum minimises the MSE of S)")
+
+
 def cmd_lip(args) -> int:
-    from ..cli import json_on_error, print_json, solver_log_to_stderr
+    from .. import io as lpio
+    from ..cli import exit_code_for, json_on_error, print_json, solver_log_to_stderr
+    from ..instance import check_seed
     from ..models import lip
 
-    info = {"command": "lip", "mode": args.mode, "epsilon": args.epsilon, "notion": args.notion,
+    notion = args.notion or ("cip" if args.cip_users is not None else "lip")
+    info = {"command": "lip", "mode": args.mode, "epsilon": args.epsilon, "notion": notion,
             "objective_kind": args.objective}
     with json_on_error(args, info):
-        prior, priors = None, None
+        check_seed(args.seed)
+        _check_cip_flags(args)
+        if args.out is not None:
+            lpio.check_output_path(args.out, suffix=".npz", flag="--out")
+        prior, priors, T, cip_p = None, None, None, None
         if args.cip_users is not None:
             from ..models.lip import lip_cip
 
-            info["notion"] = "cip"
+            cip_p = _vector(args.cip_users, "--cip-users")
+            if cip_p.size < 2:
+                q = cip_p[0] if cip_p.size else 0.0
+                raise InputError(f"--cip-users needs at least two users, got one ({args.cip_users}): "
+                                 "with one user the sum is that user's own bit; design its channel "
+                                 f"with --prior {1 - q:g},{q:g} (eps-LIP) instead")
             with solver_log_to_stderr(args.verbose):
-                res = lip_cip.solve(_vector(args.cip_users, "--cip-users"), args.epsilon, mode=args.mode,
+                res = lip_cip.solve(cip_p, args.epsilon, mode=args.mode,
                                     method=args.method, time_limit=args.time_limit)
         elif args.prior is not None:
             prior = _vector(args.prior, "--prior")
@@ -127,9 +164,20 @@ def cmd_lip(args) -> int:
                 T = [T] * len(priors)
             with solver_log_to_stderr(args.verbose):
                 res = lip.solve(prior, args.epsilon, values=values, task=args.task, priors=priors, T=T,
-                                notion=args.notion, method=args.method, mode=args.mode,
+                                notion=notion, method=args.method, mode=args.mode,
                                 objective=args.objective, rng=np.random.default_rng(args.seed),
                                 time_limit=args.time_limit)
+        success = exit_code_for(res.status) == 0 and res.mechanism is not None
+        if args.mode == "paper":
+            success = success and bool(res.stats.get("paper_feasible", True))
+        if args.out is not None and success:
+            saved_priors = (priors if priors is not None else None if prior is None
+                            else np.asarray(prior, float)[None, :])
+            corr = None if T is None else (T[0] if isinstance(T, list) else T)
+            lpio.save_lip(args.out, res, notion=notion, epsilon=args.epsilon,
+                          priors=saved_priors, correlation=corr, cip_users=cip_p)
+        elif args.out is not None:
+            args.out = None  # files only on exit 0 (the CLI contract)
     st = res.stats
     if args.cip_users is not None:
         st = dict(st, mode=args.mode, d=st.get("N", 0) + 1, mse=res.objective)
@@ -140,7 +188,8 @@ def cmd_lip(args) -> int:
            "closed_form": st.get("closed_form"),
            "certified_by": st.get("certified_by"),
            "revealed": [st["k"], st["k_up"]] if "k" in st and "k_up" in st else None,
-           "matrix": None if res.mechanism is None else res.mechanism.matrix.tolist()}
+           "matrix": None if res.mechanism is None else res.mechanism.matrix.tolist(),
+           "out": args.out}
     if args.mode == "paper" and not st["paper_feasible"]:
         print(f"lpmech: warning: the paper closed form is NOT {args.epsilon:g}-{info['notion'].upper()} "
               "(realised "

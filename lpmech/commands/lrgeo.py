@@ -7,7 +7,6 @@ bound (29)–(30) and the cross-user GV ratio (32) / GVE (33).
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -64,9 +63,9 @@ def register(sub, common) -> None:
     s.add_argument("--method", choices=["benders", "monolithic"], default="benders",
                    help="benders: Benders' decomposition over users (default); monolithic: one LP "
                         "with every user's block (exact reference, more memory)")
-    s.add_argument("--lp-method", choices=list(METHODS), default="simplex",
-                   help="HiGHS method of the monolithic LP (default simplex; ipm: interior point "
-                        "with crossover)")
+    s.add_argument("--lp-method", choices=list(METHODS), default=None,
+                   help="HiGHS method of the monolithic LP, only with --method monolithic "
+                        "(default simplex; ipm: interior point with crossover)")
     s.add_argument("--workers", type=int, default=None,
                    help="process-pool size for the subproblems (default: CPUs; 0 = in-process)")
     s.add_argument("--abs-tol", type=float, default=0.01, help="Benders gap UB-LB (default 0.01 km)")
@@ -83,7 +82,9 @@ def register(sub, common) -> None:
     s.add_argument("--no-relaxed-bound", action="store_true",
                    help="skip the relaxed lower bound (29)-(30) (saves M LP solves)")
     p.add_argument("--out", metavar="FILE.npz",
-                   help="save the users' certified matrices (written atomically, only on success)")
+                   help="save the users' certified matrices with the grid's distances, epsilon and "
+                        "gamma (written atomically, only when the exit code is 0; 'lpmech certify' "
+                        "re-certifies each user's matrix on its LR set)")
     p.set_defaults(func=cmd_lrgeo)
 
 
@@ -127,13 +128,19 @@ def cmd_lrgeo(args) -> int:
     import concurrent.futures as cf
 
     from .. import io as lpio
-    from ..cli import finish, json_on_error, print_json, solver_log_to_stderr
+    from ..cli import exit_code_for, finish, json_on_error, print_json, solver_log_to_stderr
+    from ..instance import check_seed
     from ..models import lrgeo
 
     info = {"command": "lrgeo", "epsilon": args.epsilon, "method": args.method}
     with json_on_error(args, info):
+        check_seed(args.seed)
+        if args.lp_method is not None and args.method != "monolithic":
+            raise InputError(f"--lp-method {args.lp_method} applies only to --method monolithic "
+                             f"(got --method {args.method}, which solves by cuts); drop --lp-method "
+                             "or add --method monolithic")
         if args.out is not None:
-            lpio.check_output_path(args.out, suffix=".npz")
+            lpio.check_output_path(args.out, suffix=".npz", flag="--out")
         params = lrgeo.LRGeoParams(
             epsilon=args.epsilon, gamma=args.gamma, Gamma=args.Gamma, r_obf=args.r_obf,
             r_exp=args.r_exp, lr_cap=args.lr_cap or None, lr_select=args.lr_select,
@@ -142,6 +149,7 @@ def cmd_lrgeo(args) -> int:
         rng = np.random.default_rng(args.seed)
         grid = _grid(args, rng)
         users = _users(args, grid, rng)
+        lrgeo.check_lrgeo_epsilon(params, grid.metric, flag="--epsilon")
         info.update(instance=grid.name, K=grid.K)
         if args.workers is not None and args.workers < 0:
             raise InputError("--workers must be >= 0")
@@ -158,21 +166,17 @@ def cmd_lrgeo(args) -> int:
                 res = lrgeo.solve(grid, users, params, method=args.method, executor=executor,
                                   abs_tol=args.abs_tol, rel_tol=args.rel_tol, max_iter=args.max_iter,
                                   time_limit=args.time_limit, relaxed_bound=not args.no_relaxed_bound,
-                                  rng=rng, retain_after=retain_after, lp_method=args.lp_method)
+                                  rng=rng, retain_after=retain_after,
+                                  lp_method=args.lp_method or "simplex")
         finally:
             if hasattr(executor, "shutdown"):
                 executor.shutdown()
         st = res.stats
+        if math.isnan(st["cost"]) or exit_code_for(res.status) != 0:
+            args.out = None  # files only on exit 0 (the CLI contract)
         if args.out is not None:
-            mat = res.mechanism.matrix
-            rows = np.concatenate([[u] * n for u, n in zip(st["users"], st["lr_sizes"])])
-
-            def write(f):
-                np.savez(f, matrix=mat, user_of_row=rows, row_offsets=np.array(st["row_offsets"]),
-                         users=np.array(st["users"]), coords=grid.coords,
-                         choices=np.array(json.dumps(st["choices"])))
-
-            lpio.atomic_write(args.out, write)
+            lpio.save_lrgeo(args.out, res, grid.metric, args.epsilon, args.gamma,
+                            coords=grid.coords, choices=st["choices"])
     out = {
         "status": res.status, "users": st["users"], "K": grid.K, "instance": grid.name,
         "cost": st["cost"], "true_cost": st["true_cost"], "own_row_cost": st["own_row_cost"],

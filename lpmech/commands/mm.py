@@ -32,7 +32,7 @@ MAX_REPORT_BITS = 50_000_000
 MECHANISMS = ("laplace", "range")
 #: options of each mechanism (dest names), for "applies only to" messages
 _LAPLACE_ONLY = ("workload", "strategy", "metric", "distances", "allow_nonmetric", "S",
-                 "reconstruction", "lazy", "time_limit")
+                 "reconstruction", "lazy", "time_limit", "out")
 _RANGE_ONLY = ("sizes", "data", "zipf", "ranges", "random_ranges", "quantiles", "weights", "pad",
                "seed", "repeat", "delta")
 
@@ -107,6 +107,11 @@ def register(sub, common) -> None:
                      help="generate pair constraints lazily (default: when m > 60)")
     lap.add_argument("--time-limit", type=float, metavar="SECONDS",
                      help="solver time limit; reaching it is an error (exit 4)")
+    lap.add_argument("--out", metavar="FILE.npz",
+                     help="save the certified strategy A, reconstruction B, scales s and the "
+                          "metric (written atomically, only when the exit code is 0; 'lpmech "
+                          "certify' re-checks Proposition 2). The range mechanism is a closed form "
+                          "with nothing to save")
 
     rng = p.add_argument_group("--mechanism range (§4)")
     rng.add_argument("--sizes", metavar="M1xM2x...",
@@ -201,6 +206,7 @@ def _metric(args):
 
 
 def _cmd_laplace(args) -> int:
+    from .. import io as lpio
     from ..cli import json_on_error, print_json
     from ..models.matrix import matrix_mechanism as mm
 
@@ -212,6 +218,8 @@ def _cmd_laplace(args) -> int:
         wrong = _given(args, _RANGE_ONLY)
         if wrong:
             raise InputError(f"{', '.join(wrong)} applies only to --mechanism range")
+        if args.out is not None:
+            lpio.check_output_path(args.out, suffix=".npz", flag="--out")
         metric = _metric(args)
         info["m"] = metric.m
         kw = dict(n=n, reconstruction=args.reconstruction or "pinv", lazy=args.lazy,
@@ -220,7 +228,9 @@ def _cmd_laplace(args) -> int:
             res = mm.choose_strategy(workload, metric, **kw)
         else:
             res = mm.solve(workload, metric, strategy=strategy, **kw)
-    out = {**res.summary(), **info}
+        if args.out is not None:  # solve raises unless certified optimal: this run exits 0
+            lpio.save_matrix_mechanism(args.out, res, metric)
+    out = {**res.summary(), **info, "out": args.out}
     out["strategy"] = res.stats["strategy"]
     out["backend"] = out.pop("solver", "cvxpy/CLARABEL")
     if "candidates" in res.stats:
@@ -336,6 +346,15 @@ def _range_inputs(args, rng):
     D = len(sizes)
     if math.prod(sizes) > 10**18:
         raise InputError(f"--sizes {'x'.join(map(str, sizes))} has more than 1e18 cells")
+    ps = [] if args.quantiles is None else _quantile_levels(args.quantiles)
+    if args.ranges is not None and args.random_ranges is not None:
+        raise InputError("give either --ranges FILE or --random-ranges Q, not both")
+    Q = None
+    if args.ranges is None:
+        Q = args.random_ranges if args.random_ranges is not None else (0 if ps else 10)
+        if Q < 0 or Q > 100_000:
+            raise InputError(f"--random-ranges must be in 0..100000, got {Q}")
+    has_ranges = args.ranges is not None or Q > 0
     if args.data is not None:
         if args.zipf is not None:
             raise InputError("--zipf applies only without --data")
@@ -354,19 +373,27 @@ def _range_inputs(args, rng):
             raise InputError(f"--n must be a positive integer, got {n}")
         if n > 10**8:
             raise InputError(f"--n {n} is above 1e8 users; sample fewer or pass --data")
+        if has_ranges:  # refuse before the sample is drawn, not after
+            _check_report_size(n, sizes, args.pad)
+        from ..resources import require_memory
+
+        require_memory(SAMPLE_BYTES_PER_VALUE * n * D, f"a Zipf sample of n = {n:,} users in D = {D}",
+                       "use a smaller --n")
         a = 1.1 if args.zipf is None else args.zipf
         X = rm.zipf_values(n, sizes, rng, a)
         source = f"zipf:{a:g}"
     n = X.shape[0]
+    if has_ranges:
+        _check_report_size(n, sizes, args.pad)
     w = None
     if args.weights is not None:
         w = lpio.read_vector(args.weights, "--weights")
-        if w.shape != (n,) or not np.isfinite(w).all():
-            raise InputError(f"--weights must hold {n} finite numbers (one per user), got "
-                             f"{w.size}")
-    if args.ranges is not None and args.random_ranges is not None:
-        raise InputError("give either --ranges FILE or --random-ranges Q, not both")
-    ps = [] if args.quantiles is None else _quantile_levels(args.quantiles)
+        if w.shape != (n,):
+            raise InputError(f"--weights must hold {n} finite numbers (one per user), got {w.size}")
+        bad = np.flatnonzero(~np.isfinite(w))
+        if bad.size:
+            raise InputError(f"--weights must be finite numbers: {bad.size} of the {n} are not "
+                             f"(the first, user {bad[0] + 1}, is {w[bad[0]]:g})")
     if ps and D != 1:
         raise InputError(f"--quantiles needs a one-dimensional domain (D = 1), got D = {D}")
     if not 0 < args.delta < 1:
@@ -383,15 +410,32 @@ def _range_inputs(args, rng):
             raise InputError(f"--ranges row {q + 1}, dimension {d + 1}: ({lo[q, d]}, {hi[q, d]}) "
                              f"is not a range 0 <= l <= r <= {sizes[d] - 1}")
     else:
-        Q = args.random_ranges if args.random_ranges is not None else (0 if ps else 10)
-        if Q < 0 or Q > 100_000:
-            raise InputError(f"--random-ranges must be in 0..100000, got {Q}")
         R = rm.random_ranges(Q, sizes, rng)
     return sizes, X, source, w, R, ps
 
 
+#: bytes per sampled value while a Zipf sample is drawn (the int64 values, numpy's float64
+#: uniforms and the stacked copy)
+SAMPLE_BYTES_PER_VALUE = 24
+#: bytes per report bit while the reports are sampled (an int8 bit and a float64 uniform)
+REPORT_BYTES_PER_BIT = 9
+
+
+def _check_report_size(n: int, sizes, pad: bool) -> None:
+    """Refuse range queries whose reports (n·Σ m_d bits) exceed :data:`MAX_REPORT_BITS`, before
+    anything is allocated, with the memory they would take."""
+    bits = n * sum(m + 1 if pad else m for m in sizes)
+    if bits > MAX_REPORT_BITS:
+        raise InputError(
+            f"the reports of n = {n} users hold n*sum(m_d) = {bits:,} bits, above "
+            f"{MAX_REPORT_BITS:,} (about {bits * REPORT_BYTES_PER_BIT / 1e9:.3g} GB to sample them); "
+            "use fewer users (--n) or smaller --sizes (--quantiles alone needs only the column "
+            "sums and has no such limit)")
+
+
 def _cmd_range(args) -> int:
     from ..cli import json_on_error, print_json
+    from ..instance import check_seed
     from ..mechanism import EPS_RTOL
     from ..models.matrix import range_mechanism as rm
 
@@ -400,14 +444,9 @@ def _cmd_range(args) -> int:
         wrong = _given(args, _LAPLACE_ONLY)
         if wrong:
             raise InputError(f"{', '.join(wrong)} applies only to --mechanism laplace")
-        rng = np.random.default_rng(args.seed)
+        rng = np.random.default_rng(check_seed(args.seed))
         sizes, X, source, w, R, ps = _range_inputs(args, rng)
         n, D = X.shape
-        if R.shape[0] and n * sum(sizes) > MAX_REPORT_BITS:
-            raise InputError(f"the reports of n = {n} users hold n*sum(m_d) = {n * sum(sizes):,} bits, "
-                             f"above {MAX_REPORT_BITS:,} (about {MAX_REPORT_BITS * 9 // 2**30} GiB to "
-                             "sample them); use fewer users or smaller --sizes (--quantiles alone "
-                             "needs only the column sums and has no such limit)")
         delta_w = 1.0 if w is None else max(float(np.abs(w).max()), 1e-300)
         try:
             eps = rm.check_range_epsilon(args.epsilon, D, n, delta_w)

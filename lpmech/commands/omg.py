@@ -16,13 +16,14 @@ from ..cli import (
     _EXIT_CODES,
     DEFAULT_GRID,
     add_instance_arguments,
+    exit_code_for,
     finish,
     json_on_error,
     load_instance,
     print_json,
     solver_log_to_stderr,
 )
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, InputError
 from ..instance import Instance
 from ..models import omg
 
@@ -57,23 +58,23 @@ def register(sub, common) -> None:
                         "spanner: rows on a delta-spanner with eps/delta (approximate, certified); "
                         f"auto (default): cutting-plane up to K={omg.AUTO_SMALL_K}, else decomposition "
                         "(the report says which ran)")
-    p.add_argument("--delta", type=float, default=1.1,
-                   help="spanner dilation for --method spanner (default 1.1)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="spanner dilation, only with --method spanner (default 1.1)")
     p.add_argument("--solver", choices=list(SOLVERS), default="highs",
                    help="highs: fast sparse path, dual simplex (default); highs-ipm: interior "
                         "point + crossover; highs-choose: HiGHS decides; pyomo: the declarative "
                         "Pyomo model via appsi_highs")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="solver time limit; reaching it is an error (exit 4)")
+                   help="solver time limit; reaching it without a certified optimum is exit 4")
     p.add_argument("--max-loss", type=float, metavar="X",
                    help="utility requirement: expected loss <= X (below the optimum the model is "
                         "infeasible, exit 3)")
     p.add_argument("--out", metavar="FILE.npz",
                    help="save the certified mechanism, metric, prior and certificates (written "
-                        "atomically, only on success)")
+                        "atomically, only when the exit code is 0; 'lpmech certify' reads it)")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the output distributions of a few true locations (written "
-                        "atomically, only on success)")
+                        "atomically, only when the exit code is 0)")
     p.set_defaults(func=cmd_omg)
 
 
@@ -83,10 +84,13 @@ def cmd_omg(args) -> int:
     info = {"command": "omg", "solver": args.solver, "epsilon": args.epsilon,
             "gamma": args.gamma}
     with json_on_error(args, info):
+        if args.delta is not None and args.method != "spanner":
+            raise InputError(f"--delta {args.delta:g} applies only to --method spanner (got --method "
+                             f"{args.method}); drop --delta or add --method spanner")
         if args.out is not None:  # fail now, not after a long solve
-            lpio.check_output_path(args.out, suffix=".npz")
+            lpio.check_output_path(args.out, suffix=".npz", flag="--out")
         if args.plot is not None:
-            lpio.check_output_path(args.plot, suffix=".png")
+            lpio.check_output_path(args.plot, suffix=".png", flag="--plot")
         inst = load_instance(args)
         info.update(instance=inst.describe(), K=inst.K, prior=_prior_description(args, inst))
         log.info("instance %s, epsilon %g, solver %s", inst.describe(), args.epsilon, args.solver)
@@ -94,7 +98,8 @@ def cmd_omg(args) -> int:
             with solver_log_to_stderr(args.verbose):
                 res = omg.solve(inst, args.epsilon, method=args.method, path=path,
                                 algorithm=algorithm, time_limit=args.time_limit,
-                                max_loss=args.max_loss, delta=args.delta,
+                                max_loss=args.max_loss,
+                                delta=1.1 if args.delta is None else args.delta,
                                 verbose=args.verbose)
         except InfeasibleError as exc:
             if args.max_loss is None:
@@ -104,6 +109,9 @@ def cmd_omg(args) -> int:
                 f"loss of any mechanism at epsilon {args.epsilon:g}; raise --max-loss or "
                 "--epsilon",
                 result=exc.result) from None
+        success = exit_code_for(res.status) == 0  # files only on exit 0 (the CLI contract)
+        if not success:
+            args.out = args.plot = None
         if args.out is not None:
             lpio.save_result(args.out, res, inst)
             log.info("saved %s", args.out)

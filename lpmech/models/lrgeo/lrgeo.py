@@ -31,7 +31,14 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
 from ...errors import InputError
-from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon, clean_and_certify
+from ...mechanism import (
+    MAX_EPS_D,
+    Mechanism,
+    PrivacyCertificate,
+    check_epsilon,
+    check_epsilon_scale,
+    clean_and_certify,
+)
 from ...solvers.benders import (
     BendersProblem,
     Block,
@@ -319,6 +326,21 @@ def _check_users(users, K: int) -> np.ndarray:
     return u
 
 
+def check_lrgeo_epsilon(params: LRGeoParams, metric, flag: str = "epsilon") -> float:
+    """ε checked against the road grid's scale, as OMG checks it
+    (:func:`lpmech.mechanism.check_epsilon_scale` on the Geo-Ind pairs d ≤ γ): beyond
+    ε·d_max = 709 the factors e^{ε d} overflow and the exponential entries e^{−ε d/2} underflow,
+    so no LR-OMG can be certified; an :class:`InputError` names the usable range."""
+    eps = check_epsilon_scale(params.epsilon, metric, gamma=params.gamma, flag=flag)
+    reach = max(params.r_exp, params.r_obf - params.r_exp) / 2  # exponent span of (18), per ε
+    if reach > 0 and eps * reach > MAX_EPS_D:
+        raise InputError(f"{flag} {eps:g} is too large for the exponential entries (18): "
+                         f"e^(-epsilon·(min(d, r_obf) - r_exp)/2) leaves double precision beyond "
+                         f"epsilon = {MAX_EPS_D / reach:.4g} (r_obf {params.r_obf:g}, r_exp "
+                         f"{params.r_exp:g} km); use a smaller epsilon or r_obf")
+    return eps
+
+
 def build_structure(grid, users, params: LRGeoParams = LRGeoParams(), *, targets=None, prior=None,
                     rng: np.random.Generator | None = None) -> LRStructure:
     """LR sets, obfuscation ranges, Q, exponential coefficients and cost coefficients for ``users``.
@@ -345,6 +367,7 @@ def build_structure(grid, users, params: LRGeoParams = LRGeoParams(), *, targets
     p_all = make_prior(prior, K)
     if P.lr_select == "random" and rng is None:
         raise InputError("lr_select='random' needs an rng (numpy.random.Generator)")
+    check_lrgeo_epsilon(P, d)
     D = path_distances(d, P.gamma, users)
     table = CostTable.build(grid.coords, tc, P.table_cell)
     eps = P.epsilon
@@ -802,6 +825,7 @@ def _solve(structure, method, executor, abs_tol, rel_tol, max_iter, time_limit, 
     st.update(
         model="LR-Geo", method=method, choices=P.choices(), users=[u.user for u in structure.users],
         K=structure.K, n_users=len(structure.users), lr_sizes=[u.n for u in structure.users],
+        lr_cells=[np.asarray(u.N, int).tolist() for u in structure.users],
         obf_sizes=[int(u.O.size) for u in structure.users], n_y=int(clr.y_index.size),
         row_offsets=np.cumsum([0] + [u.n for u in structure.users[:-1]]).tolist(),
         cost=cost, true_cost=clr.cost_of(mats, "true"), own_row_cost=float(own.mean()),

@@ -1,0 +1,91 @@
+"""Stopping a run from outside: Ctrl-C and the command line's deadline.
+
+A stop is *requested* (:func:`request`, with the reason ``"interrupted"`` or ``"time_limit"``);
+nothing is killed. Every HiGHS run of the package goes through
+:func:`lpmech.solvers.highs.run_highs`, whose interrupt callback ends the run within one simplex
+or interior-point iteration of a request, and every iterative driver (decomposition, cutting
+planes, output and support generation, Benders, LIP column generation) checks :func:`requested`
+once a round and ends with its incumbent: the best certified mechanism, the best valid bound and
+the reason as its status. The command line requests a stop from its signal handler and its
+deadline watchdog (:mod:`lpmech.cli`); in a Python session, Ctrl-C during a HiGHS run becomes a
+request (:func:`~lpmech.solvers.highs.run_highs`).
+
+A request lasts until :func:`clear`; :func:`scope` clears it when the outermost model call that
+saw it returns, so the next call of a notebook session starts afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+
+
+def _process_start() -> float:
+    """``time.monotonic()`` at this process's start (Linux: from /proc), else now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rpartition(")")[2].split()[19])  # field 22: starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0 <= age < 60 else now
+
+
+#: when this process started: the command line counts ``--time-limit`` from here
+START = _process_start()
+
+#: the reasons a stop can be requested for; each is also the status of the run it stops
+REASONS = ("interrupted", "time_limit")
+
+_lock = threading.Lock()
+_event = threading.Event()
+_reason: str | None = None
+_depth = 0
+
+
+def request(reason: str = "interrupted") -> None:
+    """Ask the running solve to stop with status ``reason``; the first reason requested stands."""
+    global _reason
+    if reason not in REASONS:
+        raise ValueError(f"unknown stop reason {reason!r}: use one of {REASONS}")
+    with _lock:
+        if _reason is None:
+            _reason = reason
+        _event.set()
+
+
+def requested() -> str | None:
+    """The reason of a pending stop request, or ``None``."""
+    return _reason if _event.is_set() else None
+
+
+def clear() -> None:
+    """Forget a stop request."""
+    global _reason
+    with _lock:
+        _reason = None
+        _event.clear()
+
+
+@contextlib.contextmanager
+def scope():
+    """A model call: a stop request still pending when the outermost scope ends is cleared."""
+    global _depth
+    with _lock:
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            outermost = _depth == 0
+        if outermost:
+            clear()
+
+
+__all__ = ["REASONS", "START", "clear", "request", "requested", "scope"]
