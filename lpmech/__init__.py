@@ -8,7 +8,7 @@ The flow is instance → model → solve → certified mechanism::
     res.mechanism.matrix, res.objective, res.bound, res.gap, res.certificate.realized_epsilon
 """
 
-from . import certificate, errors, instance, mechanism
+from . import certificate, errors, instance, mechanism, stop
 from .errors import (
     CertificationError,
     InfeasibleError,
@@ -29,5 +29,5 @@ __all__ = [
     "CertificationError", "InfeasibleError", "InputError", "IterationLimitError", "LpmechError",
     "Mechanism", "NotOptimalError", "Result",
     "SolverError", "TimeLimitError", "baselines", "certificate", "errors", "instance",
-    "mechanism", "omg",
+    "mechanism", "omg", "stop",
 ]

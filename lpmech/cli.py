@@ -17,18 +17,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import io
 import logging
 import math
 import os
 import re
+import signal
 import sys
+import threading
+import time
 
 import numpy as np
 
-from . import __version__, commands
+from . import __version__, commands, stop
 from . import io as lpio
-from .errors import InputError, LpmechError, error_status
+from .errors import InputError, InterruptError, LpmechError, NotOptimalError, error_status
 from .instance import Instance, grid, read_distances, read_edges, read_points
 from .progress import live_progress, verbose_logging
 from .solvers.highs import flush_c_stdio
@@ -49,13 +53,13 @@ object whose "status" is the error's."""
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the ``lpmech`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lpmech", epilog=_EXIT_CODES,
         description="Optimal privacy mechanisms as LP models, solved and certified.")
     parser.add_argument("--version", action="version", version=f"lpmech {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true",
                         help="print exactly one JSON object on stdout instead of the report")
     common.add_argument("-v", "--verbose", action="store_true",
@@ -103,14 +107,63 @@ def add_instance_arguments(p: argparse.ArgumentParser, *, default_grid: str = DE
     p.set_defaults(default_grid=default_grid)
 
 
+#: seconds a stopped run has to hand over its incumbent (after Ctrl-C, or at the deadline) before
+#: the command line ends it anyway; the deadline's grace is max(2 s, 10 % of the limit)
+STOP_GRACE = 1.5
+
+
+class UsageError(InputError):
+    """A command line argparse refuses (unknown flag, bad value): exit 2."""
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser):
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors raise :class:`UsageError` (so ``--json`` gets its
+    JSON object) instead of exiting."""
+
+    def error(self, message):
+        raise UsageError(message, self)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
-    argparse usage errors raise ``SystemExit(2)`` as usual. Every other failure ends in one line
-    ``lpmech: error: ...`` on stderr and its exit code (see :func:`classify_error`); no traceback,
-    unless the environment variable ``LPMECH_TRACEBACK=1`` asks for it (to report a bug).
+    Every failure ends in one line ``lpmech: error: ...`` on stderr (argparse's usage errors after
+    the usage line) and its exit code (see :func:`classify_error`), with ``--json`` also one JSON
+    object on stdout; no traceback, unless the environment variable ``LPMECH_TRACEBACK=1`` asks
+    for it (to report a bug). ``--help`` and ``--version`` raise ``SystemExit(0)`` as argparse does.
+
+    The command runs in a worker thread while this thread watches for Ctrl-C and the
+    ``--time-limit`` deadline (counted from the process's start): either requests a stop
+    (:mod:`lpmech.stop`), and the command ends with its incumbent (exit 4) or, with none, exit
+    130 / 4. As the ``lpmech`` program (``argv=None``), a command that has not ended
+    :data:`STOP_GRACE` seconds after Ctrl-C (a second Ctrl-C: at once), or max(2 s, 10 %) after
+    its deadline, is ended with the same report and the process exits; an in-process call
+    (``argv`` given) counts the deadline from the call and waits for the command to end.
     """
-    args = build_parser().parse_args(argv)
+    entry = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    want_json = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        if want_json:
+            print_json({"status": "input_error", "error": _one_line(exc), "error_type": "UsageError",
+                        "exit_code": 2})
+        return 2
+    stop.clear()
+    if threading.current_thread() is not threading.main_thread():  # no signals off the main thread
+        return _run(args)
+    return _Watch(args, entry).run()
+
+
+def _run(args) -> int:
+    """The command of ``args``, its errors turned into exit codes."""
     live = not getattr(args, "json", False) and _isatty(sys.stderr)
     try:
         with verbose_logging(getattr(args, "verbose", False), force=True), live_progress(live):
@@ -130,6 +183,95 @@ def main(argv: list[str] | None = None) -> int:
         return code
 
 
+class _Watch:
+    """Run a command in a worker thread; turn Ctrl-C and the deadline into stop requests, and
+    end the command after its grace (:func:`main`). The command's stdout is held until it ends,
+    so a command ended here prints nothing half-way: only this thread's report."""
+
+    def __init__(self, args, entry: bool):
+        self.args, self.entry = args, entry
+        self.t0 = stop.START if entry else time.monotonic()
+        limit = getattr(args, "time_limit", None)
+        self.limit = limit if isinstance(limit, int | float) and 0 < limit < math.inf else None
+        self.hard: float | None = None  # when this thread ends the command
+        self.sigints = 0
+
+    def _sigint(self, signum, frame) -> None:
+        self.sigints += 1
+        stop.request("interrupted")
+        now = time.monotonic()
+        self.hard = now if self.sigints > 1 else min(self.hard or math.inf, now + STOP_GRACE)
+
+    def run(self) -> int:
+        out, held = sys.stdout, io.StringIO()
+        box: dict = {}
+        ctx = contextvars.copy_context()
+
+        def work():
+            try:
+                box["code"] = ctx.run(_run, self.args)
+            except BaseException as exc:  # LPMECH_TRACEBACK: re-raised below, in this thread
+                box["exc"] = exc
+
+        previous = signal.signal(signal.SIGINT, self._sigint)
+        sys.stdout = held
+        worker = threading.Thread(target=work, name="lpmech-command", daemon=True)
+        try:
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.05)
+                now = time.monotonic()
+                if self.limit is not None and self.hard is None and now > self.t0 + self.limit:
+                    stop.request("time_limit")
+                    self.hard = self.t0 + self.limit + max(2.0, 0.1 * self.limit) - 0.25
+                if self.entry and self.hard is not None and now >= self.hard and worker.is_alive():
+                    return self._abandon(out)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            stop.clear()  # an in-process caller's next call starts afresh
+            if sys.stdout is held:
+                sys.stdout = out
+        _emit(out, held.getvalue())
+        if "exc" in box:
+            raise box["exc"]
+        return box["code"]
+
+    def _abandon(self, out) -> int:
+        """End the process now: one error line (and JSON object), exit 130 or 4."""
+        reason = stop.requested() or "interrupted"
+        if reason == "time_limit":
+            code, message = 4, (f"time limit of {self.limit:g} s reached while the command could "
+                                "not hand over a mechanism (nothing was written)")
+        else:
+            code, message = 130, "interrupted (nothing was written)"
+        sys.stdout = out
+        if getattr(self.args, "json", False):
+            _emit(out, lpio.dumps({"command": getattr(self.args, "command", None),
+                                   "status": reason, "error": message,
+                                   "error_type": "TimeLimitError" if code == 4 else "InterruptError",
+                                   "exit_code": code}) + "\n")
+        print(f"lpmech: error: {message}", file=sys.stderr)
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        import multiprocessing
+
+        for child in multiprocessing.active_children():  # pricing workers, racers: not orphans
+            with contextlib.suppress(Exception):
+                child.kill()
+        os._exit(code)
+
+
+def _emit(stream, text: str) -> None:
+    if not text:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def _isatty(stream) -> bool:
     try:
         return bool(stream.isatty())
@@ -145,7 +287,17 @@ def classify_error(exc: BaseException) -> tuple[str, int, str]:
     reported in one line that names the exception type.
     """
     if isinstance(exc, LpmechError):
-        return error_status(exc), exc.exit_code, _one_line(exc)
+        status, code, message = error_status(exc), exc.exit_code, _one_line(exc)
+        result = getattr(exc, "result", None)
+        mech = getattr(result, "mechanism", None)
+        if isinstance(exc, NotOptimalError) and mech is not None and result.objective is not None:
+            bound = "none" if result.bound is None else f"{result.bound:.10g}"
+            gap = "" if result.gap is None else f", gap {result.gap:.3g}"
+            message += (f" [best certified mechanism: objective {result.objective:.10g}, bound "
+                        f"{bound}{gap}, realised epsilon {mech.certificate.realized_epsilon:.6g}]")
+        elif isinstance(exc, InterruptError):  # stopped with nothing to hand over
+            code = 130
+        return status, code, message
     if isinstance(exc, MemoryError):
         return ("input_error", 2, "out of memory: the instance does not fit in this machine's memory; "
                 "use a smaller instance (fewer locations) or a method that needs less memory")

@@ -1,10 +1,13 @@
 """The package's exception types.
 
 Every error raised on purpose by lpmech derives from :class:`LpmechError`, and each kind carries the
-exit code the CLI uses for it (2 bad input, 3 infeasible model, 4 time limit without a certified
-optimum, 5 a mechanism that fails its privacy certificate, 1 anything else), and the ``status`` the
-CLI's JSON reports for it (a Result status where the error stands for one, e.g. ``infeasible``;
-``input_error`` and ``certification_failed`` otherwise): see :func:`error_status`.
+exit code the CLI uses for it (2 bad input, 3 infeasible model, 4 a stop without a certified
+optimum: time limit, iteration cap, Ctrl-C, or optimality not proved; 5 a mechanism that fails its
+privacy certificate, 1 anything else), and the ``status`` the CLI's JSON reports for it (a Result
+status where the error stands for one, e.g. ``infeasible``; ``input_error`` and
+``certification_failed`` otherwise): see :func:`error_status`. An error that ends a solve carries
+what the solve had in ``result``: after a stop, the incumbent mechanism (certified), its objective
+and the best valid bound.
 """
 
 from __future__ import annotations
@@ -55,6 +58,12 @@ class IterationLimitError(NotOptimalError):
     status = "iteration_limit"
 
 
+class InterruptError(NotOptimalError):
+    """A stop was requested (Ctrl-C) before a certified optimum; ``result`` holds the incumbent."""
+
+    status = "interrupted"
+
+
 class CertificationError(LpmechError):
     """A mechanism violates the privacy it was built for by more than the stated tolerance."""
 
@@ -71,11 +80,13 @@ class SolverError(LpmechError):
 def error_status(exc: BaseException) -> str:
     """The status a report gives for ``exc``: the error's own (``input_error``, ``infeasible``,
     ``certification_failed``, ...), or, for a stop without a certified optimum, the partial result's
-    status when it names that stop (``feasible``, ``time_limit``, ``iteration_limit``). Never
+    status when it names that stop (``feasible``, ``time_limit``, ``iteration_limit``,
+    ``interrupted``). Never
     ``optimal``: an error's status is the error's."""
     if not isinstance(exc, LpmechError):
         return "error"
     res_status = getattr(exc.result, "status", None)
-    if isinstance(exc, NotOptimalError) and res_status in ("feasible", "time_limit", "iteration_limit"):
+    if isinstance(exc, NotOptimalError) and res_status in ("feasible", "time_limit", "iteration_limit",
+                                                           "interrupted"):
         return res_status
     return exc.status

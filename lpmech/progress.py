@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import os
 import sys
 import time
 
@@ -97,8 +98,13 @@ class Progress:
         if live_enabled() and not verbose:  # verbose lines and a bar would overwrite each other
             from tqdm.auto import tqdm
 
+            try:  # a terminal without a width (or none): a fixed width, not an empty line
+                dynamic = os.get_terminal_size(sys.stderr.fileno()).columns > 0
+            except (OSError, ValueError, AttributeError):
+                dynamic = False
             self.bar = tqdm(total=total, desc=what, unit=unit, file=sys.stderr, leave=False,
-                            dynamic_ncols=True, mininterval=0.5)
+                            dynamic_ncols=dynamic, ncols=None if dynamic else 100,
+                            mininterval=0.5)
         self.log.info("%s: started", what)
 
     @property
@@ -106,10 +112,11 @@ class Progress:
         return time.perf_counter() - self.t0
 
     def note(self, message: str, *args) -> None:
-        """A one-off line (a phase change, a fallback): logged, and shown above the bar."""
+        """A one-off line (a phase change, a fallback): logged, and written above the bar (whose
+        description stays the run's name, so its bounds and gap keep their place)."""
         self.log.info("%s: " + message, self.what, *args)
         if self.bar is not None:
-            self.bar.set_description_str(f"{self.what}: {message % args if args else message}")
+            self.bar.write(f"{self.what}: {message % args if args else message}", file=sys.stderr)
 
     def update(self, n: int = 1, **fields) -> None:
         """One or ``n`` more steps done; ``fields`` (bounds, gap, ...) are shown and logged."""

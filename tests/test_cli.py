@@ -448,9 +448,7 @@ def test_bad_input_exits_2(capsys, tmp_path, case):
 
 
 def test_usage_error_exits_2(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["omg", "--solver", "cplex"])
-    assert info.value.code == 2
+    assert main(["omg", "--solver", "cplex"]) == 2
     assert "invalid choice: 'cplex'" in capsys.readouterr().err
 
 
@@ -472,8 +470,9 @@ def test_time_limit_exits_4(capsys):
                               "--time-limit", limit)
     assert code == 4
     assert out["status"] == "time_limit"
-    assert out["highs_status"] == "Time limit reached"  # HiGHS' own word, not ours
-    assert limit * 0.9 <= out["solve_s"] < limit + 5
+    # HiGHS' own limit (counted from its start) or the command's deadline (from the call) first
+    assert out["highs_status"] in ("Time limit reached", "Interrupted by user")
+    assert out["solve_s"] < limit + 5
     assert "time limit reached" in error_line(err)
 
 

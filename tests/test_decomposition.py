@@ -327,11 +327,11 @@ def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
     with pytest.raises(TimeLimitError):
         raise_for_status(res, "OMG")
     # the master alone: a dense LP of ~1 s given a deadline that has passed stops at HiGHS' limit
-    from lpmech.design.decomposition import _MasterTimeLimit
+    from lpmech.design.decomposition import _Stopped
 
     m = _dense_master()
     m.deadline = time.perf_counter()
-    with pytest.raises(_MasterTimeLimit):
+    with pytest.raises(_Stopped):
         m.run()
 
 

@@ -52,10 +52,11 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .. import stop
 from ..errors import InputError, SolverError
 from ..progress import Progress
-from ..solvers.highs import _STATUS, new_highs, set_time_left
-from ..solvers.result import Result, check_time_limit
+from ..solvers.highs import model_status, new_highs, run_highs, set_time_left
+from ..solvers.result import STOPS, Result, check_time_limit
 from .notion import Notion, aux_upper, check_extra_rows, extend, start_rows
 
 log = logging.getLogger(__name__)
@@ -130,12 +131,12 @@ class PricingLP:
                        A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
 
     def _run(self) -> str:
-        self.h.run()
-        status = _STATUS.get(self.h.getModelStatus(), "error")
+        run_highs(self.h)
+        status = model_status(self.h)
         if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry cold
             self.h.clearSolver()
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
+            run_highs(self.h)
+            status = model_status(self.h)
         return status
 
     def _set_costs(self, w: np.ndarray) -> None:
@@ -190,6 +191,8 @@ class PricingLP:
         """Solve with rows from the oracle until the point violates none: (point, solution)."""
         for rnd in range(1, self.MAX_ROUNDS + 1):
             status = self._solve_round(rnd)
+            if status in ("time_limit", "interrupted"):
+                raise _Stopped(status)
             if status != "optimal":
                 raise SolverError(f"pricing LP ended with status {status!r} after {rnd} rounds of "
                                   "row generation")
@@ -313,11 +316,13 @@ def _build(notion, outputs) -> dict[int, PricingLP]:
     return {int(k): PRICING_LP(notion, int(k)) for k in outputs}
 
 
-def _price_all(lps: dict, outputs, W: np.ndarray, deadline: float | None) -> list | None:
-    """Price ``outputs`` (columns of ``W``): [(k, v, value, rho)], or None past the deadline."""
+def _price_all(lps: dict, outputs, W: np.ndarray, deadline: float | None, halt=None) -> list | None:
+    """Price ``outputs`` (columns of ``W``): [(k, v, value, rho)], or None past the deadline or
+    once a stop is requested (in a worker process: the parent sets ``halt``)."""
     out = []
     for col, k in enumerate(outputs):
-        if deadline is not None and time.perf_counter() > deadline:
+        if (stop.requested() or (halt is not None and halt.is_set())
+                or (deadline is not None and time.perf_counter() > deadline)):
             return None
         out.append((int(k), *lps[int(k)].price(W[:, col])))
     return out
@@ -343,7 +348,7 @@ class LocalPricer:
         pass
 
 
-def _worker(conn, notion, outputs) -> None:  # pragma: no cover - runs in a child process
+def _worker(conn, notion, outputs, halt) -> None:  # pragma: no cover - runs in a child process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     try:
         lps = _build(notion, outputs)
@@ -354,7 +359,7 @@ def _worker(conn, notion, outputs) -> None:  # pragma: no cover - runs in a chil
                 continue
             ks, W, deadline = msg
             try:
-                conn.send(_price_all(lps, ks, W, deadline))
+                conn.send(_price_all(lps, ks, W, deadline, halt))
             except Exception as exc:  # report, do not hang the parent
                 conn.send(exc)
     except (EOFError, OSError, KeyboardInterrupt):
@@ -366,7 +371,9 @@ class ProcessPricer:
 
     A stateful pool (not a ``concurrent.futures`` executor): an output always goes to the same
     worker, whose LP restarts from its own basis and rows. Workers ignore SIGINT; the parent
-    stops them in :meth:`close` (also on Ctrl-C), so an interrupt prints no worker traceback.
+    stops them in :meth:`close` (also on Ctrl-C), so an interrupt prints no worker traceback. A stop
+    request (:mod:`lpmech.stop`) while they price reaches them through a shared event: they end
+    the round at once, as past the deadline.
     """
 
     backend = "process"
@@ -378,11 +385,13 @@ class ProcessPricer:
         self.workers = workers
         self.owner = np.arange(n) % workers
         self.conns, self.procs = [], []
+        self.halt = ctx.Event()
         try:
             for w in range(workers):
                 parent, child = ctx.Pipe()
                 proc = ctx.Process(target=_worker, daemon=True,
-                                   args=(child, notion, np.nonzero(self.owner == w)[0].tolist()))
+                                   args=(child, notion, np.nonzero(self.owner == w)[0].tolist(),
+                                         self.halt))
                 proc.start()
                 child.close()
                 self.conns.append(parent)
@@ -401,6 +410,9 @@ class ProcessPricer:
             conn.send((ks.tolist(), W[:, ks], deadline))  # perf_counter: one clock for all
         out, err, late = [], None, False
         for conn in self.conns:
+            while not conn.poll(0.05):
+                if stop.requested():
+                    self.halt.set()
             try:
                 got = conn.recv()
             except EOFError:
@@ -521,8 +533,8 @@ MASTER_OPTIONS = {"simplex_strategy": 4, "dual_feasibility_tolerance": 1e-10,
                   "simplex_scale_strategy": 0}
 
 
-class _MasterTimeLimit(Exception):
-    """The master LP reached the user's time limit."""
+class _Stopped(Exception):
+    """A master or pricing LP reached the user's time limit or was interrupted (status: args[0])."""
 
 
 class Master:
@@ -580,6 +592,7 @@ class Master:
         self.sifted = 0
         self.solve_log: list = []
         self.deadline: float | None = None  # perf_counter time of the user's time limit
+        self.incumbent: np.ndarray | None = None  # Z of the last phase-2 solve (a mechanism)
         self.now = 0  # the round (set by the rounds' driver): birth of columns back from the pool
 
     @staticmethod
@@ -705,32 +718,34 @@ class Master:
         _t = time.perf_counter()
         if self.deadline is not None:
             set_time_left(self.h, self.deadline - _t)
-        self.h.run()
+        run_highs(self.h)
         self.solve_log.append((self.now, self.h.getNumCol() - self.n_art,
                                self.h.getInfo().simplex_iteration_count, time.perf_counter() - _t))
-        status = _STATUS.get(self.h.getModelStatus(), "error")
+        status = model_status(self.h)
         if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry cold
             self.h.clearSolver()
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
+            run_highs(self.h)
+            status = model_status(self.h)
         if status == "error":  # then with dual simplex from scratch, keeping the options after
             strategy = self.h.getOptionValue("simplex_strategy")
             strategy = strategy[1] if isinstance(strategy, tuple) else strategy
             self.h.setOptionValue("simplex_strategy", 1)
             self.h.clearSolver()
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
+            run_highs(self.h)
+            status = model_status(self.h)
             self.h.setOptionValue("simplex_strategy", strategy)
         if status == "error":  # last: interior point with crossover (a basis again after it)
             self.h.setOptionValue("solver", "ipm")
             self.h.clearSolver()
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
+            run_highs(self.h)
+            status = model_status(self.h)
             self.h.setOptionValue("solver", "simplex")
-        if status == "time_limit" and self.deadline is not None:
-            raise _MasterTimeLimit
+        if status in ("time_limit", "interrupted"):
+            raise _Stopped(status)
         if status != "optimal":
             raise SolverError(f"decomposition master LP ended with status {status!r}")
+        if self.phase == 2:  # a mechanism: the incumbent a stop hands over
+            self.incumbent = self.matrix()
         return np.array(self.h.getSolution().row_dual)
 
     def valid(self, y: np.ndarray) -> np.ndarray:
@@ -931,8 +946,8 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     try:
         try:
             status = _rounds(st, master, K, dual_start, cscale)
-        except _MasterTimeLimit:
-            status = "time_limit"
+        except _Stopped as stopped:
+            status = stopped.args[0]
         pricing_rows = pricer.n_rows()
     finally:
         pricer.close()
@@ -953,6 +968,14 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
 
         res.optimality = OptimalityCertificate.from_values(st.upper * cscale, st.best_lower * cscale)
         res.stats["stop"] = st.stop
+    elif status in STOPS and master.incumbent is not None:
+        # the last phase-2 master's mechanism and the best Lagrangian bound: the caller certifies
+        from ..certificate import OptimalityCertificate
+
+        res.x = master.incumbent.ravel()
+        lower = st.best_lower * cscale if math.isfinite(st.best_lower) else None
+        res.optimality = OptimalityCertificate.from_values(math.fsum((C * master.incumbent).ravel()),
+                                                           lower)
     elif status == "infeasible":
         res.stats["phase1_bound"] = st.best_lower
     return res
@@ -1062,6 +1085,8 @@ class _State:
             m.now = rnd
             if rnd > self.max_rounds:
                 return "iteration_limit"
+            if stop.requested():
+                return stop.requested()
             if self.purge_after and rnd % self.purge_after == 0:
                 m.purge(rnd, self.purge_after)
             y_m, upper = m.run()
@@ -1106,7 +1131,7 @@ class _State:
             self.prog.update(phase=phase, lower=self.best_lower * cs, upper=upper * cs, gap=gap,
                              priced=len(todo), added=added)
             if priced is None or (self.deadline is not None and time.perf_counter() > self.deadline):
-                return "time_limit"
+                return stop.requested() or "time_limit"
             if phase == 1 and self.best_lower > 1e-9:
                 return "infeasible"  # the phase-1 bound proves every mechanism violates some row
             if phase == 2 and gap_abs <= floor:

@@ -7,11 +7,13 @@ here for the models.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 
 import numpy as np
 
+from .. import stop
 from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..instance import Instance
@@ -24,7 +26,7 @@ from ..mechanism import (
     clean_and_certify,
 )
 from ..progress import verbose_logging
-from ..solvers.result import GAP_TOL, Result, gap_status, raise_for_status
+from ..solvers.result import GAP_TOL, STOPS, Result, gap_status, raise_for_status
 
 
 def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None = None,
@@ -52,11 +54,12 @@ def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None =
 def verbose_entry(fn):
     """Decorator of a model's ``solve(..., verbose=False)``: with ``verbose=True`` its log lines
     (and those of everything it calls) reach stderr from a plain script, without the user setting
-    up logging (:func:`lpmech.progress.verbose_logging`)."""
+    up logging (:func:`lpmech.progress.verbose_logging`); a stop request (Ctrl-C) it saw is
+    cleared when the outermost such call returns (:func:`lpmech.stop.scope`)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with verbose_logging(bool(kwargs.get("verbose", False))):
+        with verbose_logging(bool(kwargs.get("verbose", False))), stop.scope():
             return fn(*args, **kwargs)
 
     return wrapper
@@ -71,20 +74,20 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     and loss, so the gap to the solver's dual bound is honest; the status stays ``optimal`` only if
     that gap is within ``gap_tol`` (:func:`gap_status`), else it becomes ``feasible`` (e.g. the
     spanner approximation). Raises :class:`~lpmech.errors.CertificationError` if the realised ε
-    exceeds ε·(1 + rtol).
+    exceeds ε·(1 + rtol). A run stopped short (status in :data:`~lpmech.solvers.result.STOPS`)
+    with an incumbent ``raw_matrix`` raises its error with the incumbent certified in ``result``
+    (mechanism, objective, the best bound and the gap), or without a mechanism if the incumbent
+    fails its certificate.
     """
+    gamma = instance.gamma if gamma is None else gamma
+    if res.status in STOPS:
+        if raw_matrix is not None:
+            with contextlib.suppress(CertificationError):
+                _attach(res, raw_matrix, instance, epsilon, gamma, rtol, name)
+        raise_for_status(res, name)
     if res.status != "feasible":  # a feasible point is certified too; its gap decides the status
         raise_for_status(res, name)
-    gamma = instance.gamma if gamma is None else gamma
-    z, cert = clean_and_certify(raw_matrix, instance.metric, epsilon, gamma, rtol=rtol)
-    require_certified(cert, name, "the solve is not trustworthy", result=res)
-    mech = Mechanism(z, name=name, certificate=cert)
-    objective = mech.expected_loss(instance.prior, instance.loss)
-    bound = None if res.optimality is None else res.optimality.bound
-    if bound is not None:  # every row's expected loss is at least its smallest loss (sharper near 0)
-        bound = max(bound, trivial_bound(instance.prior[:, None] * instance.loss))
-    res.mechanism, res.certificate = mech, cert
-    res.optimality = OptimalityCertificate.from_values(objective, bound)
+    _attach(res, raw_matrix, instance, epsilon, gamma, rtol, name)
     scale = float(np.sum(np.max(instance.prior[:, None] * instance.loss, axis=1)))
     res.status = gap_status(res.optimality, gap_tol, scale=scale)
     res.stats.setdefault("model", name)
@@ -92,6 +95,24 @@ def certified_result(res: Result, raw_matrix, instance: Instance, epsilon: float
     res.stats["gamma"] = float(gamma) if math.isfinite(gamma) else "inf"
     res.stats["K"] = instance.K
     return res
+
+
+def _attach(res: Result, raw_matrix, instance: Instance, epsilon: float, gamma: float, rtol: float,
+            name: str) -> None:
+    """Put the cleaned, certified mechanism of ``raw_matrix`` into ``res``, with its expected loss
+    and the best bound (raises :class:`CertificationError` if it fails its certificate)."""
+    z, cert = clean_and_certify(raw_matrix, instance.metric, epsilon, gamma, rtol=rtol)
+    require_certified(cert, name, "the solve is not trustworthy", result=res)
+    mech = Mechanism(z, name=name, certificate=cert)
+    objective = mech.expected_loss(instance.prior, instance.loss)
+    bound = None if res.optimality is None else res.optimality.bound
+    # every row's expected loss is at least its smallest loss: sharper near 0, and the bound a
+    # run stopped before its first complete pricing round still has
+    if bound is not None or res.status in STOPS:
+        bound = max(-math.inf if bound is None else bound,
+                    trivial_bound(instance.prior[:, None] * instance.loss))
+    res.mechanism, res.certificate = mech, cert
+    res.optimality = OptimalityCertificate.from_values(objective, bound)
 
 
 def certified_mechanism(matrix, instance: Instance | None, epsilon: float, *, name: str,

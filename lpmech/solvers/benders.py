@@ -71,7 +71,7 @@ import scipy.sparse as sp
 
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
-from .highs import highs_lp, quiet_highs, solve_lp
+from .highs import highs_lp, quiet_highs, run_highs, solve_lp
 from .result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
@@ -296,7 +296,7 @@ def _run_lazy(c, lp, lo, hi, options, state):
     A_lazy = A1[lazy] if lazy.size else None
     iters = rounds = 0
     while True:
-        h.run()
+        run_highs(h)
         rounds += 1
         iters += int(h.getInfo().simplex_iteration_count)
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -471,17 +471,17 @@ class _Master:
         self.n_cuts += 1
 
     def solve(self):
-        self.h.run()
+        run_highs(self.h)
         status = self.h.getModelStatus()
         if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
             # numerical trouble (steep cuts from a large elastic penalty): a fresh start, then IPM
             self.h.clearSolver()
-            self.h.run()
+            run_highs(self.h)
             status = self.h.getModelStatus()
             if status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
                 self.h.clearSolver()
                 self.h.setOptionValue("solver", "ipm")
-                self.h.run()
+                run_highs(self.h)
                 self.h.setOptionValue("solver", "simplex")
                 status = self.h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
@@ -531,7 +531,7 @@ def _recover_whole(h, recoveries: list, settled, t0: float, time_limit, iters: l
         else:
             for k, v in opts.items():
                 h.setOptionValue(k, v)
-        h.run()
+        run_highs(h)
         ms = h.getModelStatus()
         info = h.getInfo()
         iters[0] += int(info.simplex_iteration_count) + int(info.ipm_iteration_count)
@@ -593,7 +593,7 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
     trace: list[dict] = []
     while True:
         t_round = time.perf_counter()
-        h.run()
+        run_highs(h)
         rounds += 1
         ms = h.getModelStatus()
         n_rec = len(recoveries)

@@ -30,7 +30,7 @@ from ..errors import InputError
 from . import race
 from .clarabel_lp import TOL as CLARABEL_TOL
 from .clarabel_lp import solve_lp
-from .highs import _STATUS, add_rows, needs_polish, new_highs, set_time_left, tighten
+from .highs import add_rows, model_status, needs_polish, new_highs, run_highs, set_time_left, tighten
 from .result import check_time_limit
 
 log = logging.getLogger(__name__)
@@ -212,15 +212,15 @@ class LazyLP:
             return got
         if left is not None:
             set_time_left(self.h, left)
-        self.h.run()
-        status = _STATUS.get(self.h.getModelStatus(), "error")
+        run_highs(self.h)
+        status = model_status(self.h)
         if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry, cold
-            self.h.run()
-            status = _STATUS.get(self.h.getModelStatus(), "error")
+            run_highs(self.h)
+            status = model_status(self.h)
             if status == "error":
                 self.h.clearSolver()
-                self.h.run()
-                status = _STATUS.get(self.h.getModelStatus(), "error")
+                run_highs(self.h)
+                status = model_status(self.h)
         if status != "optimal":
             return status, None, None
         sol = self.h.getSolution()
@@ -233,8 +233,8 @@ class LazyLP:
         to no crossover."""
         self.h.setOptionValue("run_crossover", "on")
         self.h.clearSolver()
-        self.h.run()
-        if _STATUS.get(self.h.getModelStatus(), "error") == "optimal":
+        run_highs(self.h)
+        if model_status(self.h) == "optimal":
             sol = self.h.getSolution()
             duals = np.array(sol.row_dual)
             vertex = np.array(sol.col_value)

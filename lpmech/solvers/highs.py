@@ -20,6 +20,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from .. import stop
 from ..certificate import OptimalityCertificate, lagrangian_bound
 from ..errors import InputError
 from .result import Result, check_time_limit
@@ -69,7 +70,18 @@ _STATUS = {
     highspy.HighsModelStatus.kTimeLimit: "time_limit",
     highspy.HighsModelStatus.kIterationLimit: "iteration_limit",
     highspy.HighsModelStatus.kModelEmpty: "optimal",
+    highspy.HighsModelStatus.kInterrupt: "interrupted",
+    highspy.HighsModelStatus.kHighsInterrupt: "interrupted",
 }
+
+
+def model_status(h: highspy.Highs) -> str:
+    """The :data:`~lpmech.solvers.result.STATUSES` name of ``h``'s model status; an interrupted
+    run takes the reason of the stop request (``"time_limit"`` from the CLI's deadline)."""
+    status = _STATUS.get(h.getModelStatus(), "error")
+    if status == "interrupted":
+        status = stop.requested() or status
+    return status
 
 
 def _inf(a) -> np.ndarray:
@@ -122,6 +134,44 @@ def new_highs(method: str = "simplex", *, time_limit: float | None = None,
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     return h
+
+
+def _stop_requested(event) -> None:
+    if stop.requested():
+        event.interrupt()
+
+
+def run_highs(h: highspy.Highs) -> None:
+    """``h.run()``, stoppable: the one way the package runs HiGHS.
+
+    A stop request (:mod:`lpmech.stop`) interrupts the run through HiGHS' interrupt callbacks
+    (simplex, interior point, MIP: the run ends within an iteration with model status
+    ``kInterrupt``, reported as ``"interrupted"``). In the main thread the run happens in a helper
+    thread so that Ctrl-C reaches Python at once: it becomes a stop request, and the caller sees
+    an interrupted run instead of a ``KeyboardInterrupt``.
+    """
+    if not getattr(h, "_lpmech_stoppable", False):
+        h.cbSimplexInterrupt += _stop_requested
+        h.cbIpmInterrupt += _stop_requested
+        h.cbMipInterrupt += _stop_requested
+        h._lpmech_stoppable = True
+    if threading.current_thread() is not threading.main_thread():
+        h.run()
+        return
+    done = threading.Event()  # (a Ctrl-C inside Thread.join can leave the thread marked ended)
+
+    def work():
+        try:
+            h.run()
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="highs-run", daemon=True).start()
+    while not done.is_set():
+        try:
+            done.wait(0.1)
+        except KeyboardInterrupt:
+            stop.request("interrupted")
 
 
 def set_time_left(h: highspy.Highs, seconds: float) -> None:
@@ -203,16 +253,16 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
             sol.value_valid = True
             h.setSolution(sol)
     t_build = time.perf_counter() - t0
-    h.run()
+    run_highs(h)
     t_solve = time.perf_counter() - t0 - t_build
 
-    model_status = h.getModelStatus()
-    status = _STATUS.get(model_status, "error")
+    highs_status = h.getModelStatus()
+    status = model_status(h)
     info = h.getInfo()
     stats = {
         "solver": "highs", "method": method, "rows": m, "cols": n, "nnz": int(A.nnz),
         "build_s": t_build, "solve_s": t_solve, "time_s": t_build + t_solve,
-        "highs_status": h.modelStatusToString(model_status),
+        "highs_status": h.modelStatusToString(highs_status),
         "simplex_iterations": int(info.simplex_iteration_count),
         "ipm_iterations": int(info.ipm_iteration_count),
         "max_primal_infeasibility": float(info.max_primal_infeasibility),
@@ -230,9 +280,9 @@ def solve_lp(c, A, row_lo, row_hi, col_lo, col_hi, *, offset: float = 0.0,
             bound = lagrangian_bound(c, A, row_lo, row_hi, col_lo, col_hi, res.duals) + offset
         if res.duals is not None and needs_polish(float(c @ res.x) + offset, bound):
             tighten(h)  # once, from scratch: the bound of either solve is valid
-            h.run()
+            run_highs(h)
             sol = h.getSolution()
-            if _STATUS.get(h.getModelStatus()) == "optimal" and sol.value_valid and sol.dual_valid:
+            if model_status(h) == "optimal" and sol.value_valid and sol.dual_valid:
                 res.x, res.duals = np.array(sol.col_value), np.array(sol.row_dual)
                 bound = max(bound, lagrangian_bound(c, A, row_lo, row_hi, col_lo, col_hi,
                                                     res.duals) + offset)

@@ -11,6 +11,7 @@ from ..certificate import OptimalityCertificate
 from ..errors import (
     InfeasibleError,
     InputError,
+    InterruptError,
     IterationLimitError,
     NotOptimalError,
     SolverError,
@@ -27,13 +28,17 @@ from ..mechanism import Mechanism, PrivacyCertificate
 #: - ``infeasible`` / ``unbounded``: the model has no (bounded) optimum;
 #: - ``time_limit``: the wall-clock limit the user set was reached;
 #: - ``iteration_limit``: an iteration or round cap was reached first;
+#: - ``interrupted``: a stop was requested (Ctrl-C, :mod:`lpmech.stop`);
 #: - ``error``: anything else (the error says what).
 STATUSES = ("optimal", "feasible", "closed_form", "infeasible", "unbounded", "time_limit",
-            "iteration_limit", "error")
+            "iteration_limit", "interrupted", "error")
+
+#: the statuses of a run stopped short of its end (the mechanism, if any, is the incumbent)
+STOPS = ("time_limit", "iteration_limit", "interrupted")
 
 #: the CLI's exit code for each status (2 bad input is never a status; 5 comes from a failed certificate)
 EXIT_CODES = {"optimal": 0, "closed_form": 0, "feasible": 4, "infeasible": 3, "unbounded": 1,
-              "time_limit": 4, "iteration_limit": 4, "error": 1}
+              "time_limit": 4, "iteration_limit": 4, "interrupted": 4, "error": 1}
 
 
 def check_time_limit(time_limit) -> float | None:
@@ -119,6 +124,10 @@ def raise_for_status(res: Result, what: str) -> None:
     if res.status == "time_limit":
         raise TimeLimitError(f"{what}: time limit reached{took} without an optimal solution; "
                              "raise --time-limit or use a smaller instance", result=res)
+    if res.status == "interrupted":
+        kept = ("; the best certified mechanism and bound are kept" if res.mechanism is not None
+                else ", before any certified mechanism")
+        raise InterruptError(f"{what}: interrupted{took}{kept}", result=res)
     if res.status == "iteration_limit":
         cap = res.stats.get("max_iter") or res.stats.get("max_rounds")
         raise IterationLimitError(f"{what}: iteration cap{f' ({cap})' if cap else ''} reached{took} "

@@ -70,7 +70,7 @@ from ...errors import InputError
 from ...mechanism import check_epsilon
 from ...progress import Progress
 from ...solvers.cutting_planes import LazyLP
-from ...solvers.highs import _STATUS, add_rows, new_highs
+from ...solvers.highs import add_rows, model_status, new_highs, run_highs
 from ...solvers.result import Result, check_time_limit
 
 log = logging.getLogger(__name__)
@@ -203,10 +203,10 @@ class _PricingLP:
         h, c = self.h, -g * scale
         h.changeColsCost(self.s, np.arange(self.s, dtype=np.int32), c)
         while True:
-            h.run()
-            if _STATUS.get(h.getModelStatus(), "error") != "optimal":
+            run_highs(h)
+            if model_status(h) != "optimal":
                 h.clearSolver()
-                h.run()
+                run_highs(h)
             v = np.asarray(h.getSolution().col_value)
             viol = self.F * v[:, None] - v[None, :]
             viol[~self.ok | self.has] = -np.inf

@@ -33,7 +33,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
 from ...errors import InputError, SolverError, TimeLimitError
-from ...solvers.highs import highs_lp, quiet_highs, solve_lp
+from ...solvers.highs import highs_lp, quiet_highs, run_highs, solve_lp
 from ...solvers.result import check_time_limit
 from ..common import raise_for_status
 from .lip import Scenario
@@ -203,7 +203,7 @@ class _ColumnPolytope:
     def argmax(self, g) -> np.ndarray | None:
         """The vertex of S maximising g·r (``None`` if HiGHS fails)."""
         self.h.changeColsCost(self.d, self.idx, -np.asarray(g, float))
-        self.h.run()
+        run_highs(self.h)
         if self.h.getModelStatus() != self.ok:
             return None
         r = np.clip(np.array(self.h.getSolution().col_value), 0, None)
@@ -280,14 +280,14 @@ class _RayMaster:
             self.lam.append(lam)
 
     def solve(self):
-        self.h.run()
+        run_highs(self.h)
         if self.h.getModelStatus() != self.ok:  # numerical trouble: once more from scratch
             self.h.clearSolver()
-            self.h.run()
+            run_highs(self.h)
         if self.h.getModelStatus() != self.ok:  # then by interior point (with crossover)
             self.h.clearSolver()
             self.h.setOptionValue("solver", "ipm")
-            self.h.run()
+            run_highs(self.h)
             self.h.setOptionValue("solver", "choose")
         if self.h.getModelStatus() != self.ok:
             raise SolverError("the LIP column-generation master did not solve to optimality "
@@ -765,11 +765,11 @@ class _SectionLP:
         cost = -np.asarray(g, float) / self.P
         cost = cost / max(np.abs(cost).max(), 1e-300)  # the argmax is scale-free; HiGHS is not
         self.h.changeColsCost(self.d, self.idx, cost)
-        self.h.run()
+        run_highs(self.h)
         self.calls += 1
         if self.h.getModelStatus() != self.ok:  # numerical trouble: once more from scratch
             self.h.clearSolver()
-            self.h.run()
+            run_highs(self.h)
         if self.h.getModelStatus() != self.ok:
             raise SolverError(f"the LIP pricing LP over the cone section did not solve "
                               f"({self.h.getModelStatus()})")

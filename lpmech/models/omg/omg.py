@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...design.geoind import factor_matrix, geo_ind_pairs, implied_pairs
-from ...errors import InputError
+from ...errors import InputError, NotOptimalError
 from ...instance import Instance
 from ...resources import require_omg_memory
 from ...solvers.highs import solve_lp
@@ -297,7 +297,16 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
 
 def _solve_quotient(q, eps: float, t0: float, **kwargs) -> Result:
     """Solve the quotient instance, expand its mechanism and certify it on the original points."""
-    inner = solve(q.instance, eps, merge=False, **kwargs)
+    try:
+        inner = solve(q.instance, eps, merge=False, **kwargs)
+    except NotOptimalError as exc:  # a stop: its incumbent, expanded and certified on the original
+        inner = exc.result
+        if inner is None or inner.mechanism is None:
+            raise
+        raw = q.expand(inner.mechanism.matrix)
+        res = Result(status=inner.status, stats=dict(inner.stats), x=raw.ravel(),
+                     optimality=inner.optimality)
+        certified_result(res, raw, q.original, eps, name="OMG")
     raw = q.expand(inner.mechanism.matrix)
     res = Result(status=inner.status, stats=dict(inner.stats), x=raw.ravel(), duals=inner.duals,
                  optimality=inner.optimality)

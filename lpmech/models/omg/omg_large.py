@@ -191,7 +191,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
     """
     eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
-    with Progress(f"OMG decomposition K={instance.K}", verbose=verbose, logger=log) as prog:
+    with Progress(f"OMG starting columns K={instance.K}", verbose=verbose, logger=log) as prog:
         lazy = F is None and not reduce
         F = factor_matrix(instance, eps, reduce=reduce) if F is None else F
         prog.note("building the starting columns")
