@@ -56,7 +56,7 @@ from ...errors import (
     TimeLimitError,
 )
 from ...instance import Instance
-from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon, check_epsilon_scale
+from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
 from ...progress import Progress
 from ...solvers.result import Result, check_time_limit
 from .. import omg
@@ -65,10 +65,11 @@ from ..common import certified_mechanism, verbose_entry
 log = logging.getLogger(__name__)
 
 _MAX_EXPONENT = 700.0  # ε·d beyond this underflows e^{−ε d} (dense path refuses it)
-#: smallest ε·d_min LE accepts: below it e^{−ε d} = 1 − ε d + … keeps fewer than 10 significant
-#: digits of the distances in 1 − e^{−ε d} (at ε·d_min = 1e-16 it rounds to 1 and E is singular),
-#: and E = [e^{−ε d}] tends to the all-ones matrix: p = E⁻¹1 is not resolved in double precision
-#: (a 200×200 Manhattan grid at ε = 1e-8 had ‖Ep − 1‖∞ = 2e-6 and p of the wrong sign)
+#: smallest ε·d LE accepts at the scale of the metric: on a dense instance ε·d_max (below it every
+#: e^{−ε d} is within 1e-6 of 1 and E is numerically the all-ones matrix; near-duplicate pairs
+#: alone, with d_max large, are left to the singular-E and undecided-sign checks, which fall back
+#: to the LP), on the grid scale path ε per cell (neighbouring cells resolved). A 200×200
+#: Manhattan grid at ε = 1e-8 gave ‖Ep − 1‖∞ = 2e-6 and p of the wrong sign before this check
 MIN_EPS_D = 1e-6
 #: LE (any path) is reported only when ‖E p − 1‖∞ ≤ this: the row sums of P = E·diag(p) are 1
 #: to this tolerance (above it the mechanism is not row-stochastic and nothing is certified)
@@ -91,16 +92,33 @@ FULL_LP_MAX = 64
 # ------------------------------------------------------------------------------ the mechanism
 
 
-def check_le_epsilon(epsilon, distances, *, flag: str = "epsilon") -> float:
+def check_le_epsilon(epsilon, distances, *, flag: str = "epsilon", scale: str | None = None) -> float:
     """ε checked against the metric's scale for LE, before any solve: ε·d_max ≤ 700 (beyond it
-    e^{−ε d} underflows) and ε·d_min ≥ :data:`MIN_EPS_D` over positive distances (below it E is
-    not resolved in double precision). ``distances``: the metric, or just its smallest and
-    largest positive distance. An :class:`InputError` names the usable range."""
-    return check_epsilon_scale(
-        epsilon, distances, min_eps_d=MIN_EPS_D, max_eps_d=_MAX_EXPONENT, flag=flag,
-        why_large="so e^(-epsilon·d) underflows double precision and LE's E is singular",
-        why_small="so e^(-epsilon·d) does not resolve the distances in double precision and "
-                  "E = exp(-epsilon·d) is numerically singular")
+    e^{−ε d} underflows and E loses entries) and ε·d_max ≥ :data:`MIN_EPS_D` (below it E is the
+    all-ones matrix to 6 digits: p = E⁻¹1 is not resolved). ``distances``: the metric, or its
+    positive distances' extremes. ``scale`` (the grid path): check the lower limit on this
+    distance instead of d_max. An :class:`InputError` names the usable range."""
+    eps = check_epsilon(epsilon)
+    d = np.asarray(distances, float)
+    d = d[d > 0]
+    if d.size == 0:
+        return eps
+    d_max = float(d.max())
+    d_low = d_max if scale is None else float(scale)
+    lo, hi = MIN_EPS_D / d_low, _MAX_EXPONENT / d_max
+    which = "d_max" if scale is None else "d_cell"
+    usable = f"the usable range for this metric is {lo:.4g} <= {flag} <= {hi:.4g}"
+    if eps * d_max > _MAX_EXPONENT:
+        raise InputError(f"{flag} {eps:g} is too large for this metric: epsilon·d_max = "
+                         f"{eps * d_max:.4g} > {_MAX_EXPONENT:g}, so e^(-epsilon·d) underflows double "
+                         f"precision and LE's E loses its entries; {usable} (or rescale the distances)")
+    if eps * d_low < MIN_EPS_D:
+        raise InputError(f"{flag} {eps:g} is too small for this metric: epsilon·{which} = "
+                         f"{eps * d_low:.4g} < {MIN_EPS_D:g}, so every e^(-epsilon·d) is within "
+                         f"{MIN_EPS_D:g} of 1 and E = exp(-epsilon·d) is numerically the all-ones "
+                         f"matrix (LE is not resolved in double precision); {usable} (or rescale the "
+                         "distances)")
+    return eps
 
 
 def kernel(metric, epsilon: float) -> np.ndarray:
@@ -129,6 +147,32 @@ def _sym_solve(E: np.ndarray, b: np.ndarray) -> np.ndarray:
                           "LE is not defined here, use solve(..., path='lp') or the exponential "
                           "mechanism")
     return x
+
+
+def _resolved_diagonal(E: np.ndarray) -> np.ndarray:
+    """p = E⁻¹1, and a :class:`SolverError` when its negative entries are within the round-off
+    E's conditioning allows: ‖δp‖∞ ≲ m·u·κ₁(E)·‖p‖∞ (κ₁ from LAPACK's estimate after Cholesky).
+    Then the sign that decides Prop. 1 is not known, and "infeasible" would be a guess (a 20×20
+    Manhattan grid, where LE is feasible for every ε, came out "infeasible" at ε = 1e-4)."""
+    m = E.shape[0]
+    p = _sym_solve(E, np.ones(m))
+    if p.min() >= -P_TOL:
+        return p
+    anorm = float(np.abs(E).sum(axis=0).max())
+    try:
+        c, lower = sla.cho_factor(E, check_finite=False)
+        rcond, info = sla.lapack.dpocon(c, anorm, uplo="L" if lower else "U")
+    except sla.LinAlgError:  # not (numerically) positive definite: LAPACK's LU estimate
+        lu, _piv, info = sla.lapack.dgetrf(E)
+        rcond, info2 = sla.lapack.dgecon(lu, anorm, norm="1") if info == 0 else (0.0, 0)
+        info = info2
+    err = m * np.finfo(float).eps * float(np.abs(p).max()) / rcond if rcond > 0 else math.inf
+    if info == 0 and -p.min() <= err:
+        raise SolverError(f"LE's feasibility is not decided at this epsilon: min(E^-1 1) = "
+                          f"{p.min():.3g} is within the round-off {err:.2g} of E = exp(-epsilon·d) "
+                          f"(condition number {1 / rcond if rcond > 0 else math.inf:.2g}); use a "
+                          "larger epsilon")
+    return p
 
 
 def le_diagonal(metric, epsilon: float) -> np.ndarray:
@@ -235,10 +279,11 @@ def le(instance: Instance, epsilon: float) -> Mechanism:
     """
     _check_instance(instance)
     eps = check_epsilon(epsilon)
-    p = le_diagonal(instance.metric, eps)
+    p = _resolved_diagonal(kernel(instance.metric, eps))
     if p.min() < -P_TOL:
-        thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps,
-                                    known=float(p.min()))
+        thr = feasibility_threshold(
+            lambda e: _resolved_diagonal(kernel(instance.metric, e)).min(), eps,
+            known=float(p.min()))
         raise InfeasibleError(_infeasible_message(p, eps, thr, _where(instance)))
     P = kernel(instance.metric, eps) * np.clip(p, 0.0, None)[None, :]
     return certified_mechanism(P, instance, eps, name="LE",
@@ -458,7 +503,7 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
     if path != "lp":
         E = kernel(instance.metric, eps)  # an underflowing e^{−ε d} is the user's: its own error
         try:
-            p = _sym_solve(E, np.ones(E.shape[0]))  # le_diagonal on the kernel just built
+            p = _resolved_diagonal(E)  # le_diagonal on the kernel just built, sign decided
         except (InputError, SolverError) as exc:  # E (numerically) singular: LE is undefined
             if not lp_allowed:
                 raise
@@ -468,8 +513,9 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
         stats["le_feasible"] = bool(p.min() >= -P_TOL)
         if not stats["le_feasible"]:
             try:
-                thr = feasibility_threshold(lambda e: le_diagonal(instance.metric, e).min(), eps,
-                                            known=float(p.min()))
+                thr = feasibility_threshold(
+                    lambda e: _resolved_diagonal(kernel(instance.metric, e)).min(), eps,
+                    known=float(p.min()))
             except (InputError, SolverError):  # E singular at a larger ε (near duplicates)
                 thr = math.nan
             stats["epsilon_threshold"] = thr
@@ -832,13 +878,13 @@ def grid_distance_range(W: int, H: int, metric: str = "euclidean") -> tuple[floa
 
 def check_grid_epsilon(W: int, H: int, epsilon, metric: str = "euclidean", *,
                        flag: str = "epsilon") -> float:
-    """ε for :class:`GridLE` on a W×H unit grid, in O(1), before any solve: the dense path's
-    lower limit (ε·d_min ≥ :data:`MIN_EPS_D`, d_min = 1 cell), and ε ≤ 700 per cell. The scale
+    """ε for :class:`GridLE` on a W×H unit grid, in O(1), before any solve: ε per cell at least
+    :data:`MIN_EPS_D` (neighbouring cells resolved), and ε ≤ 700 per cell. The scale
     path never forms P, and its certificate is analytic, so far cells whose e^{−ε d} underflows
     do not limit it as they limit the dense path (ε·d_max ≤ 700 there)."""
     if W * H < 2:
         return check_epsilon(epsilon)
-    return check_le_epsilon(epsilon, [1.0], flag=flag)
+    return check_le_epsilon(epsilon, [1.0], flag=flag, scale=1.0)
 
 
 def le_grid(W: int, H: int, epsilon: float, *, metric: str = "euclidean", rtol: float = 1e-12) -> GridLE:
