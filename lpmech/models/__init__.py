@@ -14,6 +14,6 @@ design engine (:mod:`lpmech.design`) imports no model: ``tests/test_layout.py`` 
 graph has no circle.
 """
 
-from .._deprecated import install as _install_deprecated_paths  # noqa: E402
+from .._deprecated import install as _install_deprecated_paths
 
 _install_deprecated_paths()  # lpmech.models.matrix_mechanism and the other 0.1 paths, with a warning
