@@ -196,6 +196,17 @@ class _Watch:
         self.hard: float | None = None  # when this thread ends the command
         self.sigints = 0
 
+    def _end(self) -> float:
+        """The latest end of a run with a time limit T: T + max(2 s, 10 % of T)."""
+        return self.t0 + self.limit + max(2.0, 0.1 * self.limit)
+
+    def _stop_at(self) -> float:
+        """When the deadline's stop is requested: at the limit, or earlier by what handing over
+        the incumbent needs to end before :meth:`_end` (the solve's :func:`lpmech.stop.reserve`
+        for certifying it, and :data:`STOP_GRACE`), but not before half the limit."""
+        at = min(self.t0 + self.limit, self._end() - 0.25 - STOP_GRACE - stop.reserved())
+        return max(at, self.t0 + 0.5 * self.limit)
+
     def _sigint(self, signum, frame) -> None:
         self.sigints += 1
         stop.request("interrupted")
@@ -221,9 +232,9 @@ class _Watch:
             while worker.is_alive():
                 worker.join(0.05)
                 now = time.monotonic()
-                if self.limit is not None and self.hard is None and now > self.t0 + self.limit:
+                if self.limit is not None and self.hard is None and now > self._stop_at():
                     stop.request("time_limit")
-                    self.hard = self.t0 + self.limit + max(2.0, 0.1 * self.limit) - 0.25
+                    self.hard = self._end() - 0.25
                 if self.entry and self.hard is not None and now >= self.hard and worker.is_alive():
                     return self._abandon(out)
         finally:

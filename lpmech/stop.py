@@ -45,6 +45,7 @@ REASONS = ("interrupted", "time_limit")
 _lock = threading.Lock()
 _event = threading.Event()
 _reason: str | None = None
+_reserve = 0.0
 _depth = 0
 
 
@@ -65,11 +66,24 @@ def requested() -> str | None:
 
 
 def clear() -> None:
-    """Forget a stop request."""
-    global _reason
+    """Forget a stop request (and the time reserved to hand over a result)."""
+    global _reason, _reserve
     with _lock:
-        _reason = None
+        _reason, _reserve = None, 0.0
         _event.clear()
+
+
+def reserve(seconds: float) -> None:
+    """Say that handing over a result after a stop (cleaning and certifying the incumbent) takes
+    about ``seconds``: the command line requests its deadline's stop that much earlier."""
+    global _reserve
+    with _lock:
+        _reserve = max(_reserve, float(seconds))
+
+
+def reserved() -> float:
+    """The time reserved by :func:`reserve` (0 when none)."""
+    return _reserve
 
 
 @contextlib.contextmanager
@@ -88,4 +102,4 @@ def scope():
             clear()
 
 
-__all__ = ["REASONS", "START", "clear", "request", "requested", "scope"]
+__all__ = ["REASONS", "START", "clear", "request", "requested", "reserve", "reserved", "scope"]

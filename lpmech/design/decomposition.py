@@ -397,6 +397,9 @@ class ProcessPricer:
                 self.conns.append(parent)
                 self.procs.append(proc)
             for conn in self.conns:
+                while not conn.poll(0.05):
+                    if stop.requested():
+                        raise _Stopped(stop.requested())
                 if conn.recv() != "ready":
                     raise SolverError("a pricing worker failed to start")
         except BaseException:
@@ -531,6 +534,26 @@ POOL_MAX_COLUMNS = 20
 #: master against 13 295 and 58 s with HiGHS' scaling; dual simplex: 25 944 and 113 s)
 MASTER_OPTIONS = {"simplex_strategy": 4, "dual_feasibility_tolerance": 1e-10,
                   "simplex_scale_strategy": 0}
+
+
+class _LazyPricer:
+    """The pricer, built at its first pricing round: the first master solves need none, so a run
+    stopped while the pricing LPs are built (minutes at K = 1,024) still has their incumbent."""
+
+    def __init__(self, make):
+        self.make, self.inner = make, None
+
+    def price(self, outputs, W, deadline):
+        if self.inner is None:
+            self.inner = self.make()
+        return self.inner.price(outputs, W, deadline)
+
+    def n_rows(self) -> int:
+        return 0 if self.inner is None else self.inner.n_rows()
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
 
 
 class _Stopped(Exception):
@@ -931,7 +954,7 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     for k, v in cols:
         master.add(k, v)
     prog.note("master with %d starting columns; starting the pricing LPs", len(master.ks))
-    pricer = make_pricer(notion, n, executor=executor, workers=workers)
+    pricer = _LazyPricer(lambda: make_pricer(notion, n, executor=executor, workers=workers))
     t_setup = time.perf_counter() - t0
     HI = np.ones((K, n))
     for k in range(n):
@@ -956,7 +979,8 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
     stats = {"solver": "highs", "method": "decomposition", "rounds": len(st.trace),
              "phase1_rounds": st.phase1_rounds, "columns": len(master.ks),
              "pool": len(master.pool_cols), "sifted": master.sifted, "solve_log": master.solve_log,
-             "pricing_rows": int(pricing_rows), "workers": pricer.workers, "backend": pricer.backend,
+             "pricing_rows": int(pricing_rows), "workers": getattr(pricer.inner, "workers", 0),
+             "backend": getattr(pricer.inner, "backend", None),
              "setup_s": t_setup, "master_s": master.run_s, "pricing_s": st.pricing_s,
              "master_share": master.run_s / elapsed if elapsed > 0 else 0.0, "priced": st.n_priced,
              "max_rounds": int(max_rounds), "trace": st.trace, "time_s": elapsed,

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ..certificate import OptimalityCertificate, trivial_bound
 from ..errors import CertificationError, InputError
 from ..mechanism import Mechanism, PrivacyCertificate
-from ..solvers.result import Result, gap_status, raise_for_status
+from ..solvers.result import STOPS, Result, gap_status, raise_for_status
 from .notion import Intersection, Notion, NotionCertificate, aux_upper, check_extra_rows, extend
 
 #: an extra row may be missed by this much (relative to max(1, |bound|)) after cleaning
@@ -240,7 +240,7 @@ def certified_result(res: Result, problem: Problem, raw, *, gap_tol: float = 1e-
     :class:`CertificationError` for a matrix that fails a certificate.
     """
     if res.status != "optimal" or raw is None:
-        if res.status in ("time_limit", "iteration_limit") and raw is not None:
+        if res.status in STOPS and raw is not None:
             try:  # a stop at a limit still hands over its best mechanism, certified
                 _attach(res, problem, raw)
             except CertificationError:

@@ -69,6 +69,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from .. import stop
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
 from .highs import highs_lp, quiet_highs, run_highs, solve_lp
@@ -492,6 +493,10 @@ class _Master:
                 x[self.ny:self.ny + self.M])
 
 
+class _Halt(Exception):
+    """The Benders master was interrupted by a stop request (:mod:`lpmech.stop`)."""
+
+
 # ------------------------------------------------------------------------------ whole LP, lazy rows
 
 #: HiGHS options of the whole LP with lazy rows. Measured on Rome, 50 users, ε = 3, r_exp = 1.5
@@ -770,6 +775,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
     try:
         def solve_master(it):
             mstatus, mobj, ybar, wbar = master.solve()
+            if mstatus != "optimal" and stop.requested():
+                raise _Halt
             if mstatus != "optimal":
                 if mstatus == "Infeasible":
                     res = Result(status="infeasible", stats={"iterations": it, "trace": trace})
@@ -779,7 +786,14 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
             return mobj, ybar, wbar
 
         for it in range(1, int(max_iter) + 1):
-            mobj, ybar, wbar = solve_master(it)
+            if stop.requested():
+                status = stop.requested()
+                break
+            try:
+                mobj, ybar, wbar = solve_master(it)
+            except _Halt:
+                status = stop.requested() or "interrupted"
+                break
             lb = max(lb, mobj)
             if not closed(ub, lb) and retain_after is not None and it > retain_after and sep:
                 # the cuts converge slowly: every block joins the master, which is then the whole

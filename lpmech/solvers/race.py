@@ -24,6 +24,7 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
+from .. import stop
 from . import clarabel_lp, piqp_lp
 from . import highs as highs_lp
 
@@ -105,9 +106,13 @@ def _race(racers, lp, time_limit, tol):
     try:
         while pipes:
             left = None if deadline is None else max(0.0, deadline - time.perf_counter()) + 1.0
-            ready = wait(list(pipes), timeout=left)
-            if not ready:  # past the deadline (with a second's grace): a racer without a limit
-                return ("time_limit", None, None, None)
+            ready = wait(list(pipes), timeout=0.1 if left is None else min(left, 0.1))
+            if stop.requested():  # Ctrl-C or the command's deadline: the racers are stopped
+                return (stop.requested(), None, None, None)
+            if not ready:
+                if deadline is not None and time.perf_counter() > deadline + 1.0:
+                    return ("time_limit", None, None, None)  # past the deadline (a second's grace)
+                continue
             for recv in ready:
                 which = pipes.pop(recv)
                 try:

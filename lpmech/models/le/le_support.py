@@ -61,6 +61,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ... import stop as halt
 from ...certificate import OptimalityCertificate
 from ...design.geoind import column_rows, most_violated, row_pairs
 from ...design.notion import start_rows
@@ -71,7 +72,7 @@ from ...mechanism import check_epsilon
 from ...progress import Progress
 from ...solvers.cutting_planes import LazyLP
 from ...solvers.highs import add_rows, model_status, new_highs, run_highs
-from ...solvers.result import Result, check_time_limit
+from ...solvers.result import STOPS, Result, check_time_limit
 
 log = logging.getLogger(__name__)
 
@@ -562,6 +563,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     dropped: set[int] = set()  # outputs that left A once (:data:`IDLE_MASS`)
     trace: list[dict] = []
     status, Z, gain, upper, stop = "iteration_limit", None, -math.inf, math.inf, ""
+    best = None  # (Z, gain) of the best round whose core extended to every point: the incumbent
     polish = None  # (|T|, |A|) of the core to solve again by a vertex
     exact_next = False  # solve the next core to the last row (:data:`CORE_FEW`)
     prog = Progress(f"LP(8) support generation m={m}", verbose=verbose, unit="round", logger=log)
@@ -590,6 +592,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
             Zc = _clean(ET, ZT)
             step = max(add_per_round, int(POINT_GROWTH * T.size))
             Zx, fails, blocked = _extend(E, D, T, Zc, step, spread)
+            if not fails and (best is None or gain > best[1]):
+                best = (Zx, gain, A)
             gap = (upper - gain) / cost
             trace.append({"round": rnd, "points": int(T.size), "outputs": int(A.size),
                           "cost": W - gain, "bound": W - upper, "gap": gap, "new_outputs": len(new),
@@ -626,8 +630,8 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                 Z[:, A] = Zx
                 status = "optimal"
                 break
-            if deadline is not None and time.perf_counter() > deadline:
-                status = "time_limit"
+            if halt.requested() or (deadline is not None and time.perf_counter() > deadline):
+                status = halt.requested() or "time_limit"
                 break
             for k, (i, j) in slack.items():  # (T grows: the rows far from binding go)
                 pairs.drop(k, i, j)
@@ -660,4 +664,10 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     res = Result(status=status, stats=stats, x=None if Z is None else Z.ravel())
     if status == "optimal":
         res.optimality = OptimalityCertificate.from_values(W - gain, W - upper)
+    elif status in STOPS and best is not None:  # the incumbent and the best bound: certified later
+        Z = np.zeros((m, m))
+        Z[:, best[2]] = best[0]
+        res.x = Z.ravel()
+        res.optimality = OptimalityCertificate.from_values(
+            W - best[1], W - upper if math.isfinite(upper) else None)
     return res

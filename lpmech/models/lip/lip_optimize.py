@@ -32,6 +32,7 @@ from scipy.linalg import null_space
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial import HalfspaceIntersection
 
+from ... import stop as halt
 from ...errors import InputError, SolverError, TimeLimitError
 from ...solvers.highs import highs_lp, quiet_highs, run_highs, solve_lp
 from ...solvers.result import check_time_limit
@@ -130,6 +131,10 @@ def _order_columns(Q: np.ndarray) -> np.ndarray:
     rest = [k for k in range(Q.shape[1]) if k not in set(cols)]
     order = list(cols[np.argsort(rows)]) + rest
     return Q[:, order]
+
+
+class _Halt(Exception):
+    """An LP of the column generation was interrupted by a stop request (:mod:`lpmech.stop`)."""
 
 
 def solve_vertex(scenarios, V, A, *, time_limit: float | None = None,
@@ -289,6 +294,8 @@ class _RayMaster:
             self.h.setOptionValue("solver", "ipm")
             run_highs(self.h)
             self.h.setOptionValue("solver", "choose")
+        if self.h.getModelStatus() != self.ok and halt.requested():
+            raise _Halt
         if self.h.getModelStatus() != self.ok:
             raise SolverError("the LIP column-generation master did not solve to optimality "
                               f"({self.h.getModelStatus()}, {len(self.rays)} columns)")
@@ -770,6 +777,8 @@ class _SectionLP:
         if self.h.getModelStatus() != self.ok:  # numerical trouble: once more from scratch
             self.h.clearSolver()
             run_highs(self.h)
+        if self.h.getModelStatus() != self.ok and halt.requested():
+            raise _Halt
         if self.h.getModelStatus() != self.ok:
             raise SolverError(f"the LIP pricing LP over the cone section did not solve "
                               f"({self.h.getModelStatus()})")
@@ -927,7 +936,8 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
     that certifies the gap at its duals (``enough``), so that it need not separate the many
     near-optimal columns below it (all the basic columns have gain ≈ 0 near the optimum).
     Returns ``(Q, mse_bound, info)`` with ``info["stop"]`` one of ``"optimal"``, ``"time_limit"``,
-    ``"iteration_limit"``, ``"feasible"`` (the pricing's node cap left the gap open).
+    ``"iteration_limit"``, ``"interrupted"`` (a stop request: Q is the last master's channel),
+    ``"feasible"`` (the pricing's node cap left the gap open).
     """
     t0 = time.perf_counter()
     P = scenarios[0].prior
@@ -985,9 +995,17 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         repeats += len(new) - len(fresh)
         return fresh
 
+    last = None  # the rays and weights of the last master solved: the incumbent a stop keeps
     while True:
         rounds += 1
-        w, util, y, _ = master.solve()  # μ = 1: one scenario, t is free
+        try:
+            w, util, y, _ = master.solve()  # μ = 1: one scenario, t is free
+        except _Halt:
+            stop = halt.requested() or "interrupted"
+            if last is None:
+                raise
+            break
+        last = (len(master.rays), w)
         mse = -util
         gap_abs = max(gap_tol * abs(mse), abs_tol)
         master.set_dual_tol(float(np.clip(0.01 * gap_abs, 1e-10, 1e-9)))  # for the next solves
@@ -1002,7 +1020,11 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         # the bound is valid at any duals, a column is kept only if it improves the master
         ys = y if center is None else smoothing * center + (1 - smoothing) * y
         cheap = rounds % exact_every != 0  # a capped pricing between exact ones: columns fast
-        new = price(ys, cheap, rd)
+        try:
+            new = price(ys, cheap, rd)
+        except _Halt:
+            stop = halt.requested() or "interrupted"
+            break
         if not new and ys is not y:  # mispricing: price at the master's own duals
             mispriced += 1
             new = price(y, cheap, rd)
@@ -1027,11 +1049,12 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         if rounds >= max_rounds:
             stop = "iteration_limit"
             break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            stop = "time_limit"
+        if halt.requested() or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+            stop = halt.requested() or "time_limit"
             break
         add(new)
-    R = np.array(master.rays)
+    n_rays, w = last
+    R = np.array(master.rays[:n_rays])
     used = w > 1e-12
     Q = (R[used] * w[used, None]).T
     empty = Q.sum(axis=1) <= 0  # free inputs left out of a scaled master: any column will do

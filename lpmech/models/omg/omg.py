@@ -32,7 +32,7 @@ from ...instance import Instance
 from ...resources import require_omg_memory
 from ...solvers.highs import solve_lp
 from ...solvers.result import Result
-from ..common import certified_result, check_model_inputs, verbose_entry
+from ..common import certified_result, check_model_inputs, reserve_certification, verbose_entry
 
 log = logging.getLogger(__name__)
 
@@ -254,6 +254,7 @@ def solve(instance: Instance, epsilon: float, *, method: str = "auto", path: str
         method = "full"  # the utility row is written into the full model only
     chosen = choose_method(instance, method, path)
     require_omg_memory(instance.K, chosen)
+    reserve_certification(instance.K)
     if max_loss is not None and chosen != "full":
         raise InputError("max_loss needs method='full'")
     if chosen == "full" and path == "pyomo":
