@@ -81,19 +81,48 @@ def test_examples_run(path, tmp_path, monkeypatch):
     plt.close("all")
 
 
-#: public entry points whose docstrings carry an Examples section (numpydoc): run as doctests
-DOCSTRING_EXAMPLES = ["lpmech.models.omg.omg.solve"]
+#: public entry points whose docstrings carry an Examples section (numpydoc): run as doctests. A
+#: class is collected with its methods (doctest's finder), so a method's example runs with it.
+DOCSTRING_EXAMPLES = [
+    "lpmech.models.omg.omg.solve",
+    "lpmech.models.le.le_mechanism.solve",
+    "lpmech.models.le.le_mechanism.le",
+    "lpmech.models.le.le_mechanism.kkt",
+    "lpmech.models.le.le_mechanism.le_grid",
+]
+
+
+def _docstring_object(name: str):
+    """The object a dotted name points at: a module attribute, or a class's attribute."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(name)
+
+
+def test_docstring_examples_listed_once():
+    assert len(set(DOCSTRING_EXAMPLES)) == len(DOCSTRING_EXAMPLES)
 
 
 @pytest.mark.parametrize("name", DOCSTRING_EXAMPLES)
 def test_docstring_examples_run(name):
-    import importlib
+    import inspect
 
-    module, _, attr = name.rpartition(".")
-    obj = getattr(importlib.import_module(module), attr)
-    assert "Examples\n    --------" in obj.__doc__
+    obj = _docstring_object(name)
+    doc = inspect.cleandoc(obj.__doc__ or "")
+    assert "\nExamples\n--------\n" in doc, f"{name}: no numpydoc Examples section"
+    assert "\nParameters\n----------\n" in doc or "\nAttributes\n----------\n" in doc, \
+        f"{name}: no Parameters (or Attributes) section"
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=FLAGS)
-    tests = finder.find(obj, name, globs={})
+    tests = [t for t in finder.find(obj, name, globs={}) if t.examples]
     assert tests and sum(len(t.examples) for t in tests) >= 3
     for t in tests:
         runner.run(t)

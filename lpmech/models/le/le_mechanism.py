@@ -275,7 +275,50 @@ def _check_instance(instance: Instance) -> None:
 def le(instance: Instance, epsilon: float) -> Mechanism:
     """The LE mechanism P = E·diag(E⁻¹1) (9)–(10), certified under ε-d-privacy (Prop. 1).
 
-    Raises :class:`InfeasibleError` (naming the smallest feasible ε) when E⁻¹1 has negative entries.
+    Gu, Li, Cao & Xiong, "Supporting both Range Queries and Frequency Estimation with Local
+    Differential Privacy", CNS 2019, §IV.
+
+    Parameters
+    ----------
+    instance : Instance
+        Points and metric d (γ must be infinite; the prior is not used).
+    epsilon : float
+        Privacy budget ε (per unit of the metric).
+
+    Returns
+    -------
+    Mechanism
+        P = E·diag(p) with E = [e^{−ε d_jk}] and p = E⁻¹1, with its privacy certificate (realised
+        ε by :func:`lpmech.mechanism.realized_epsilon`).
+
+    Raises
+    ------
+    InputError
+        ε ≤ 0, an ε·d that over- or underflows, or a finite γ.
+    InfeasibleError
+        E⁻¹1 has negative entries (Prop. 1's precondition fails); the message names the smallest
+        feasible ε (bisection, :func:`feasibility_threshold`).
+    SolverError
+        LE's feasibility is not decided at this ε (min(E⁻¹1) within E's round-off).
+
+    Notes
+    -----
+    In 1-D (|i−j|) and on a Manhattan grid p = E⁻¹1 ≥ 0 for every ε; on a Euclidean grid only
+    above ε* (≈ 0.6654 per cell on large grids, spec §2.4).
+
+    Examples
+    --------
+    >>> from lpmech import instance as li
+    >>> from lpmech.errors import InfeasibleError
+    >>> from lpmech.models import le
+    >>> mech = le.le(li.grid(4, 4), 1.0)
+    >>> print(mech.matrix.shape, f"{mech.certificate.realized_epsilon:.4f}")
+    (16, 16) 1.0000
+    >>> try:
+    ...     le.le(li.grid(4, 4), 0.5)
+    ... except InfeasibleError as exc:
+    ...     print(str(exc)[:60])
+    LE is infeasible at epsilon = 0.5: E^-1 1 has 4 negative ent
     """
     _check_instance(instance)
     eps = check_epsilon(epsilon)
@@ -395,8 +438,43 @@ class KKTReport:
 def kkt(instance_or_metric, epsilon: float, weights=None) -> KKTReport:
     """Check Theorem 1 (App. A, (23)) at LE for the objective −Σ_k w_k p_kk (w = 1 by default).
 
+    Gu, Li, Cao & Xiong, "Supporting both Range Queries and Frequency Estimation with Local
+    Differential Privacy", CNS 2019, Theorem 1 and App. A.
+
+    Parameters
+    ----------
+    instance_or_metric : Instance or array_like
+        An instance, or its m×m metric d.
+    epsilon : float
+        Privacy budget ε.
+    weights : array_like, optional
+        The objective's weights w (m finite non-negative numbers); ``None`` is w = 1, eq. (12).
+
+    Returns
+    -------
+    KKTReport
+        Stationarity, primal/dual feasibility and complementary slackness residuals, λ, LE's
+        objective f and the Lagrangian bound of the multipliers (valid always); ``holds(tol)``
+        says whether every residual is within ``tol``.
+
+    Raises
+    ------
+    InputError
+        ε ≤ 0, or weights of the wrong shape, non-finite or negative.
+
+    Notes
+    -----
     The primal point is P = E·diag(E⁻¹1) even when that is infeasible (residuals then show it); the
-    multipliers are (14) with λ = E⁻¹w, the generalisation of spec §2.6 (w = 1 gives λ = p).
+    multipliers are (14) with λ = E⁻¹w, μ_ij^(i) = λ_j e^{−ε d_ij}, the generalisation of spec §2.6
+    (w = 1 gives λ = p). Units are the paper's: f(p) = −Σ_k w_k p_kk.
+
+    Examples
+    --------
+    >>> from lpmech import instance as li
+    >>> from lpmech.models import le
+    >>> report = le.kkt(li.grid(4, 4), 1.0)
+    >>> print(report.holds(), f"{report.objective:.4f}", f"{report.bound:.4f}")
+    True -5.0026 -5.0026
     """
     metric = instance_or_metric.metric if isinstance(instance_or_metric, Instance) else \
         np.asarray(instance_or_metric, float)
@@ -449,41 +527,104 @@ def solve(instance: Instance, epsilon: float, *, path: str = "auto", lp_path: st
           lp_method: str = "auto", workers: int | None = None, verbose: bool = False) -> Result:
     """The co-location-optimal d-private mechanism for the instance's prior, certified.
 
-    ``path``:
-      * ``"auto"``: LE when E⁻¹1 ≥ 0 and the LP-dual test E⁻¹w ≥ 0 passes (w = the prior; always
-        true for a uniform prior by Theorem 1), with the KKT multipliers' Lagrangian bound; else
-        the LP (8) (if m ≤ ``max_lp_size``, else LE with status ``feasible``, or the
-        InfeasibleError), warm-started from LE when LE is feasible. With ``fallback_lp=False`` an
-        infeasible LE raises InfeasibleError instead of solving the LP (the CLI without ``--lp``).
-        LE is also left for the LP when E is (numerically) singular or LE's matrix misses its
-        certificate by round-off (near-duplicate points; ``stats["le_undefined"]`` or
-        ``stats["le_certification_failed"]`` say why); beyond the LP's reach these raise.
-      * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
-      * ``"lp"``: the LP only.
+    LE is the mechanism of Gu, Li, Cao & Xiong, "Supporting both Range Queries and Frequency
+    Estimation with Local Differential Privacy", CNS 2019, eqs. (9)–(10); the LP it solves when LE
+    is not optimal is the design problem (8) with the co-location objective (12).
 
-    The LP (8)+(12) is solved by the design engine (:func:`lpmech.design.solve` with the
-    d-privacy notion :class:`lpmech.design.DPrivacy` and the loss 1[d_ik > 0]); ``lp_path``
-    ``"fast"`` uses the engine's sparse paths, ``lp_method`` one of ``"auto"`` (the full LP up to
-    m = ``FULL_LP_MAX`` cells, else support generation, :mod:`lpmech.models.le.le_support`: the
-    dual on real data is sparse, and where it is wide (large ε) support generation still beats
-    output generation (``benchmarks/le_gap_real.py``); a full LP that ends unproved or
-    uncertifiable is solved again by support generation, ``stats["full_lp_failed"]``;
-    coincident points go to output generation), ``"full"``, ``"support"`` (distinct points
-    only), ``"outputs"`` or ``"decomposition"`` (``workers`` pricing processes);
-    LE's columns (when LE is feasible) start the decomposition. ``lp_path="pyomo"`` solves the
-    declarative model of :func:`build_pyomo` instead.
+    Parameters
+    ----------
+    instance : Instance
+        Points, metric d and prior w (γ must be infinite: LE is defined for local d-privacy).
+    epsilon : float
+        Privacy budget ε (per unit of the metric).
+    path : {"auto", "closed", "lp"}
+        * ``"auto"``: LE when E⁻¹1 ≥ 0 and the LP-dual test E⁻¹w ≥ 0 passes (w = the prior; always
+          true for a uniform prior by Theorem 1), with the KKT multipliers' Lagrangian bound; else
+          the LP (8) (if m ≤ ``max_lp_size``, else LE with status ``feasible``, or the
+          InfeasibleError), warm-started from LE when LE is feasible. LE is also left for the LP
+          when E is (numerically) singular or LE's matrix misses its certificate by round-off
+          (near-duplicate points; ``stats["le_undefined"]`` or ``stats["le_certification_failed"]``
+          say why); beyond the LP's reach these raise.
+        * ``"closed"``: LE only (InfeasibleError when E⁻¹1 has negative entries).
+        * ``"lp"``: the LP only.
+    lp_path : {"fast", "pyomo"}
+        ``"fast"`` uses the design engine's sparse paths; ``"pyomo"`` solves the declarative model
+        of :func:`build_pyomo` instead.
+    time_limit : float, optional
+        Seconds for the LP.
+    max_lp_size : int
+        The largest m for which ``path="auto"`` falls back to the LP (default 144).
+    fallback_lp : bool
+        With ``fallback_lp=False`` an infeasible LE raises InfeasibleError instead of solving the
+        LP (the CLI without ``--lp``).
+    lp_method : {"auto", "full", "support", "outputs", "decomposition"}
+        Method of the design engine for the LP: ``"auto"`` is the full LP up to
+        m = ``FULL_LP_MAX`` cells, else support generation (:mod:`lpmech.models.le.le_support`: the
+        dual on real data is sparse, and where it is wide (large ε) support generation still beats
+        output generation, ``benchmarks/le_gap_real.py``); a full LP that ends unproved or
+        uncertifiable is solved again by support generation, ``stats["full_lp_failed"]``;
+        coincident points go to output generation. ``"support"`` takes distinct points only.
+        LE's columns (when LE is feasible) start the decomposition.
+    workers : int, optional
+        Pricing processes of ``lp_method="decomposition"``.
+    verbose : bool
+        Show the solver's log.
 
-    Status: ``optimal`` when LE passes the dual test (LE is then the LP optimum, Theorem 1) or the
-    LP ran; ``feasible`` when LE is returned although the dual test fails (a non-uniform prior with
-    ``path="closed"`` or m > ``max_lp_size``): LE is certified d-private but not proved optimal.
-    Its bound is then the best of two valid bounds (:func:`closed_form_bound`): the Lagrangian
-    bound of the KKT multipliers for the prior, and a knapsack bound from Theorem 1
-    (Σ_k p_kk ≤ S* for every feasible mechanism, S* the uniform optimum, and 0 ≤ p_kk ≤ 1), both
-    clipped at 0.
+    Returns
+    -------
+    Result
+        The objective is the weighted co-location error 1 − Σ_k w_k p_kk. ``status`` is
+        ``"optimal"`` when LE passes the dual test (LE is then the LP optimum, Theorem 1) or the LP
+        ran; ``"feasible"`` when LE is returned although the dual test fails (a non-uniform prior
+        with ``path="closed"`` or m > ``max_lp_size``): LE is certified d-private but not proved
+        optimal. Its bound is then the best of two valid bounds (:func:`closed_form_bound`): the
+        Lagrangian bound of the KKT multipliers for the prior, and a knapsack bound from Theorem 1
+        (Σ_k p_kk ≤ S* for every feasible mechanism, S* the uniform optimum, and 0 ≤ p_kk ≤ 1),
+        both clipped at 0. ``stats`` carries ``le_feasible``, ``le_objective``, ``le_gap`` (LE − LP
+        optimum, when the LP ran) and ``epsilon_threshold`` (when LE is infeasible).
 
-    The objective is the weighted co-location error 1 − Σ_k w_k p_kk. ``stats`` carries
-    ``le_feasible``, ``le_objective``, ``le_gap`` (LE − LP optimum, when the LP ran) and
-    ``epsilon_threshold`` (when LE is infeasible).
+    Raises
+    ------
+    InputError
+        Bad input: ε ≤ 0, a finite γ, an unknown ``path``, ``lp_path`` or ``lp_method``.
+    InfeasibleError
+        LE is infeasible (E⁻¹1 has negative entries) and no LP is to be solved (``path="closed"``,
+        ``fallback_lp=False`` or m > ``max_lp_size``); the message names the smallest feasible ε.
+    SolverError, CertificationError
+        E is numerically singular, or LE's matrix misses its certificate, beyond the LP's reach.
+    TimeLimitError, IterationLimitError
+        The LP stopped before a certified optimum (``exc.result`` holds the best certified one).
+
+    Notes
+    -----
+    LE makes every privacy row of (8) tight against the diagonal of its column,
+    p_jk = e^{−ε d_jk} p_kk (9); the row sums then give::
+
+        E p = 1,   E = [e^{−ε d_jk}]  (10),     P = E · diag(p),
+
+    a mechanism when p = E⁻¹1 ≥ 0 (Prop. 1). The LP (8)+(12) is solved by the design engine
+    (:func:`lpmech.design.solve` with the d-privacy notion :class:`lpmech.design.DPrivacy` and the
+    loss 1[d_ik > 0]), rows in the well-scaled form e^{−ε d_ij} p_ik − p_jk ≤ 0.
+
+    References
+    ----------
+    X. Gu, M. Li, Y. Cao, L. Xiong, "Supporting both Range Queries and Frequency Estimation with
+    Local Differential Privacy", IEEE CNS 2019, §IV–V.
+
+    Examples
+    --------
+    On a 4×4 Euclidean grid with a uniform prior, LE exists at ε = 1 and is optimal (Theorem 1);
+    at ε = 0.5 it is infeasible and the LP (8) runs instead:
+
+    >>> from lpmech import instance as li
+    >>> from lpmech.models import le
+    >>> inst = li.grid(4, 4)
+    >>> res = le.solve(inst, 1.0)
+    >>> print(res.status, res.stats["path"], f"{res.objective:.4f}", res.gap < 1e-9)
+    optimal closed 0.6873 True
+    >>> res = le.solve(inst, 0.5)
+    >>> print(res.status, res.stats["le_feasible"], f"{res.stats['epsilon_threshold']:.4f}")
+    optimal False 0.6863
     """
     _check_instance(instance)
     eps = check_epsilon(epsilon)
@@ -888,7 +1029,47 @@ def check_grid_epsilon(W: int, H: int, epsilon, metric: str = "euclidean", *,
 
 
 def le_grid(W: int, H: int, epsilon: float, *, metric: str = "euclidean", rtol: float = 1e-12) -> GridLE:
-    """LE on a W×H grid (the scale path); see :class:`GridLE`."""
+    """LE on a W×H grid (the scale path); see :class:`GridLE`.
+
+    Parameters
+    ----------
+    W, H : int
+        Grid width and height in cells (m = W·H, cell row·W + col).
+    epsilon : float
+        Privacy budget ε per cell; checked by :func:`check_grid_epsilon`.
+    metric : {"euclidean", "manhattan"}
+        Distances in cells. Manhattan: E = E_H ⊗ E_W, exact in O(m). Euclidean: conjugate
+        gradients with FFT products.
+    rtol : float
+        Relative residual of the conjugate gradients (Euclidean).
+
+    Returns
+    -------
+    GridLE
+        p = E⁻¹1 (``.p``), the inversion estimator (15) (``.estimate``), Error_range (6)
+        (``.range_error``), the MSE (20) (``.mse_theory``) and ``stats``.
+
+    Raises
+    ------
+    InputError
+        A bad grid size, metric or ε.
+    InfeasibleError
+        E⁻¹1 has negative entries (Euclidean, ε below ε* ≈ 0.6654 per cell on large grids);
+        the message names the smallest feasible ε.
+    SolverError
+        The rows of P = E·diag(p) do not sum to 1 within the residual tolerance.
+
+    Examples
+    --------
+    The inversion estimator (15) recovers counts c from their expected reports Pᵀc:
+
+    >>> import numpy as np
+    >>> from lpmech.models import le
+    >>> g = le.le_grid(4, 4, 1.0, metric="manhattan")
+    >>> counts = np.arange(16.0)
+    >>> print(f"{g.p.min():.4f}", np.round(g.estimate(g.dense().T @ counts), 6)[:4])
+    0.2136 [0. 1. 2. 3.]
+    """
     return GridLE(W, H, epsilon, metric=metric, rtol=rtol)
 
 
