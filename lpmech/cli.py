@@ -225,6 +225,10 @@ class _Watch:
                 box["exc"] = exc
 
         previous = signal.signal(signal.SIGINT, self._sigint)
+        if self.entry:
+            out.flush()
+            sys.stderr.flush()
+            self.fds = (os.dup(out.fileno()), os.dup(sys.stderr.fileno()))
         sys.stdout = held
         worker = threading.Thread(target=work, name="lpmech-command", daemon=True)
         try:
@@ -248,22 +252,23 @@ class _Watch:
         return box["code"]
 
     def _abandon(self, out) -> int:
-        """End the process now: one error line (and JSON object), exit 130 or 4."""
+        """End the process now: one error line (and JSON object), exit 130 or 4. They are written
+        to the descriptors stdout and stderr had when the command started (:attr:`fds`): a solver
+        may have pointed 1 and 2 elsewhere meanwhile (Pyomo captures them while it solves)."""
         reason = stop.requested() or "interrupted"
         if reason == "time_limit":
             code, message = 4, (f"time limit of {self.limit:g} s reached while the command could "
                                 "not hand over a mechanism (nothing was written)")
         else:
             code, message = 130, "interrupted (nothing was written)"
-        sys.stdout = out
-        if getattr(self.args, "json", False):
-            _emit(out, lpio.dumps({"command": getattr(self.args, "command", None),
-                                   "status": reason, "error": message,
-                                   "error_type": "TimeLimitError" if code == 4 else "InterruptError",
-                                   "exit_code": code}) + "\n")
-        print(f"lpmech: error: {message}", file=sys.stderr)
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
+        fd_out, fd_err = self.fds
+        with contextlib.suppress(OSError):
+            if getattr(self.args, "json", False):
+                os.write(fd_out, (lpio.dumps({
+                    "command": getattr(self.args, "command", None), "status": reason,
+                    "error": message, "error_type": "TimeLimitError" if code == 4 else "InterruptError",
+                    "exit_code": code}) + "\n").encode())
+            os.write(fd_err, f"lpmech: error: {message}\n".encode())
         import multiprocessing
 
         for child in multiprocessing.active_children():  # pricing workers, racers: not orphans

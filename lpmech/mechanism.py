@@ -164,8 +164,9 @@ def _top_log_ratios(z, logz, rows, mask, d, fine: float) -> np.ndarray:
     ratio's distance from 1 (the difference of near-equal doubles is exact).
     """
     diff = logz[rows, None, :] - logz[None, :, :]
-    diff = np.where(np.isnan(diff), 0.0, diff)  # 0/0: both zero, no constraint
-    top = np.where(mask, diff.max(axis=2), 0.0)
+    # 0/0 (both zero, no constraint) is NaN: fmax skips it (a row of NaNs gives NaN, then 0)
+    top = np.fmax.reduce(diff, axis=2)
+    top = np.where(mask & ~np.isnan(top), top, 0.0)
     r, j = np.nonzero(mask & (d[rows] < fine))
     if r.size:
         a, b = z[rows[r]], z[j]
@@ -226,12 +227,16 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
     z = z[:, used]  # the rows of a column of zeros all hold with violation 0
     worst = 0.0 if used.size < n_cols else -math.inf
     n_bad, total_bad, n = 0, 0.0, 0
+    every = math.isinf(gamma)  # the mask is "i ≠ j": set the diagonal instead of a masked copy
     for rows, mask in _pairs_blocks(d, gamma):
-        with np.errstate(over="ignore", invalid="ignore"):
-            factor = np.exp(eps * d[rows])  # factor[r, j] = e^{ε d_ij}, may overflow to inf
-            bound = np.nan_to_num(factor[:, :, None] * z[None, :, :], nan=0.0)  # inf·0 = 0
-        viol = z[rows, None, :] - bound
-        viol = np.where(mask[:, :, None], viol, -np.inf)
+        # factor[r, j] = e^{ε d_ij}, capped at e^709 (finite): a capped bound is ≥ 1e307·Z_jk, which
+        # no entry ≤ 1 violates, and 0 where Z_jk = 0, as inf·0 = 0 would be
+        factor = np.exp(np.minimum(eps * d[rows], MAX_EPS_D))
+        viol = z[rows, None, :] - factor[:, :, None] * z[None, :, :]
+        if every:
+            viol[np.arange(rows.size), rows, :] = -np.inf
+        else:
+            viol = np.where(mask[:, :, None], viol, -np.inf)
         worst = max(worst, float(viol.max(initial=-np.inf)))
         bad = viol > tol
         n_bad += int(bad.sum())

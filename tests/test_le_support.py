@@ -63,8 +63,13 @@ def test_every_rounds_bound_is_valid():
     assert max(bounds) <= full.objective + 1e-9
     assert res.status == "optimal" and res.optimality.objective == pytest.approx(full.objective, abs=1e-7)
     cut = solve_support(inst, 1.0, start=[int(np.argmax(inst.prior))], add_per_round=2, max_rounds=1)
-    assert cut.status == "iteration_limit" and cut.x is None
+    assert cut.status == "iteration_limit"
     assert cut.stats["bound"] == cut.stats["trace"][0]["bound"]  # kept at the stop
+    if cut.x is not None:  # the incumbent kept at the stop: a d-private mechanism, bracketing
+        Z = cut.x.reshape(inst.K, inst.K)
+        assert np.allclose(Z.sum(axis=1), 1.0, atol=1e-7) and Z.min() >= -1e-12
+        assert realized_epsilon(np.clip(Z, 0, None), inst.metric) <= 1.0 + 1e-6
+        assert cut.optimality.bound <= full.objective + 1e-9 <= cut.optimality.objective + 2e-9
 
 
 @pytest.mark.parametrize("eps", [0.7, 2.0])
