@@ -89,6 +89,8 @@ DOCSTRING_EXAMPLES = [
     "lpmech.models.le.le_mechanism.le",
     "lpmech.models.le.le_mechanism.kkt",
     "lpmech.models.le.le_mechanism.le_grid",
+    "lpmech.models.lip.lip_solve.solve",
+    "lpmech.models.lip.lip_solve.lh_lip",
 ]
 
 

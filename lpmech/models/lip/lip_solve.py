@@ -49,33 +49,91 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
           gap_tol: float = 1e-6) -> Result:
     """The certified optimal channel for per-user MMSE (or MAE/Hamming) under LIP/LDP/Pufferfish.
 
-    Args:
-        prior: the user's prior P (fixed-prior LIP), or ``priors``: a finite set (BP-LIP; minimax
-            MSE, [004] eq. (16)); ``T``: Pr(X | G) for a latent secret (one per prior of the set).
-        epsilon: the privacy budget ε > 0.
-        values / task / V: the aggregation task (:func:`~.lip_estimation.value_matrix`).
-        notion: ``"lip"`` (default), ``"ldp"``, ``"pufferfish"`` or ``"di"`` (ε-differential
-            identifiability, [004] Def. 4, one prior: :func:`di_rows`).
-        method: ``"vertex"`` (exact global, d ≤ ~8), ``"exact"`` (column generation with exact
-            pricing, certified gap; ε-LIP with G = X, one prior, sum/survey/histogram), ``"local"``
-            (multi-start SLP; status ``feasible``: no bound), ``"scip"`` (the Pyomo model by SCIP),
-            or ``"auto"`` (vertex for d ≤ 8, else exact where it applies, else local).
-        mode: ``"verified"`` (default) or ``"paper"``: the papers' closed form with its feasibility
-            report (:func:`.lip_closed_forms.paper_solution`).
-        objective: ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
-        rng: generator for the local solve's random starts (required by ``method="local"``).
+    Minimises the per-user MSE of the MMSE estimator of the task's values (the worst scenario's,
+    minimax, for a set of priors: [004] eq. (16)) over the channels Q (d × f, row-stochastic) whose
+    every output column satisfies the notion's linear rows (:func:`~.lip.family_rows`).
 
-        gap_tol: the relative gap at which ``method="exact"`` stops (certified ``optimal``).
+    Parameters
+    ----------
+    prior : array_like, optional
+        The user's prior P over d values (fixed-prior LIP).
+    epsilon : float
+        The privacy budget ε > 0 (at most 12, at least 1e-9: the rows carry e^{−ε}).
+    values, task, V
+        The aggregation task (:func:`~.lip_estimation.value_matrix`): ``task`` ``"sum"``
+        (default; ``values`` default 0..d−1), ``"hist"`` or ``"survey"``, or the d × r value
+        matrix ``V`` itself.
+    priors : sequence of array_like, optional
+        A finite set of priors instead of ``prior`` (BP-LIP; minimax MSE, [004] eq. (16)).
+    T : array_like or sequence, optional
+        Pr(X | G) for a latent secret G (one per prior of the set).
+    notion : {"lip", "ldp", "pufferfish", "di"}
+        ``"lip"`` (default), ``"ldp"``, ``"pufferfish"`` or ``"di"`` (ε-differential
+        identifiability, [004] Def. 4, one prior: :func:`di_rows`).
+    method : {"auto", "vertex", "exact", "local", "scip"}
+        ``"vertex"`` (exact global, d ≤ ~8), ``"exact"`` (column generation with exact pricing,
+        certified gap; ε-LIP with G = X, one prior, sum/survey/histogram), ``"local"`` (multi-start
+        SLP; status ``feasible``: no bound), ``"scip"`` (the Pyomo model by SCIP), or ``"auto"``
+        (vertex for d ≤ 8, else exact where it applies, else local).
+    mode : {"verified", "paper"}
+        ``"verified"`` (default) or ``"paper"``: the papers' closed form with its feasibility
+        report (:func:`.lip_closed_forms.paper_solution`).
+    objective : {"mse", "mae", "hamming"}
+        ``"mse"`` (MMSE estimator), ``"mae"`` or ``"hamming"`` (LPs).
+    f : int, optional
+        Number of outputs of the local and SCIP models.
+    rng : numpy.random.Generator, optional
+        Generator for the local solve's random starts (required by ``method="local"``).
+    starts : int
+        Random starts per round of the local solve.
+    time_limit : float, optional
+        Seconds for the solve.
+    pufferfish_T : sequence of array_like, optional
+        The Pufferfish secrets' Pr(X | G) (default: the scenarios' T).
+    gap_tol : float
+        The relative gap at which ``method="exact"`` stops (certified ``optimal``).
 
-    Returns a :class:`Result` whose ``objective`` is the certified (worst-case) per-user MSE (or
-    expected loss), ``bound`` a certified lower bound (``None`` for a local solve), and ``stats``
-    with ``mode, method, mse, utility, paper_feasible, realized_epsilon``. Raises
-    :class:`CertificationError` if a verified-mode matrix fails its ε·(1 + 1e-6) certificate, and,
-    like every model, the error of :func:`~lpmech.models.common.raise_for_status` (result attached
-    as ``exc.result``) when a solve stops without a certified optimum: ``TimeLimitError``,
-    ``IterationLimitError``, ``NotOptimalError`` (also ``method="auto"`` falling back to the local
-    solve). Two statuses are an explicit choice and are returned: ``closed_form`` (``mode="paper"``)
-    and ``feasible`` from ``method="local"``.
+    Returns
+    -------
+    Result
+        ``objective`` is the certified (worst-case) per-user MSE (or expected loss), ``bound`` a
+        certified lower bound (``None`` for a local solve), and ``stats`` has ``mode, method, mse,
+        utility, paper_feasible, realized_epsilon``. Two statuses are an explicit choice and are
+        returned: ``closed_form`` (``mode="paper"``) and ``feasible`` from ``method="local"``.
+
+    Raises
+    ------
+    InputError
+        ε out of range, an unknown mode, method, notion or objective, ``method="exact"`` outside
+        its family, or ``method="local"`` without ``rng``.
+    InfeasibleError
+        No channel exists (e.g. ε-DI below log(max P / min P)).
+    CertificationError
+        A verified-mode matrix fails its ε·(1 + 1e-6) certificate.
+    TimeLimitError, IterationLimitError, NotOptimalError
+        Like every model, the error of :func:`~lpmech.models.common.raise_for_status` (result
+        attached as ``exc.result``) when a solve stops without a certified optimum (also
+        ``method="auto"`` falling back to the local solve).
+
+    References
+    ----------
+    [001] B. Jiang, M. Li, R. Tandon, "Context-aware Data Aggregation with Localized Information
+    Privacy" (extension of IEEE CNS 2018).
+
+    [004] B. Jiang, M. Li, R. Tandon, "Local Information Privacy and Its Application to
+    Privacy-Preserving Data Aggregation", IEEE TDSC.
+
+    Examples
+    --------
+    >>> from lpmech.models import lip
+    >>> res = lip.solve([0.5, 0.3, 0.2], 1.0)
+    >>> print(res.status, res.stats["method"], f"{res.objective:.4f}", f"{res.bound:.4f}")
+    optimal vertex 0.3867 0.3867
+    >>> print(f"{lip.solve([0.5, 0.3, 0.2], 1.0, notion='ldp').objective:.4f}")
+    0.5054
+    >>> res = lip.solve([0.5, 0.3, 0.2], 1.0, mode="paper")
+    >>> print(res.status, res.stats["paper_feasible"])
+    closed_form False
     """
 
     t0 = time.perf_counter()
@@ -232,11 +290,49 @@ def _loss_scale(scen, V) -> float:
 def lh_lip(prior, h, epsilon: float, V, *, paper: bool = False, rng=None):
     """LH-LIP for one hash h ([004] §4.3.1): ``(Q_X, mse)`` with Q_X = H Q' the channel from X.
 
-    ``paper=True``: Q' is [004] Prop. 3 (RR-LIP on the hashed prior P̂ = Hᵀ P), LIP only if
-    min P̂ ≥ 1/(1+E). Otherwise the verified optimum on the hashed domain: the objective depends on
-    Q' only through P̂ and the bucket means of V, so it is the same design problem with prior P̂ and
-    values V̄ (empty buckets are never output), solved by :func:`.lip.solve` (exact vertex method
-    up to 8 buckets; above, the local solve, which needs ``rng``).
+    Parameters
+    ----------
+    prior : array_like
+        The user's prior P over d values.
+    h : array_like of int
+        The hash: bucket of each of the d values.
+    epsilon : float
+        The privacy budget ε > 0.
+    V : array_like
+        The d × r value matrix of the task (:func:`~.lip_estimation.value_matrix`).
+    paper : bool
+        ``paper=True``: Q' is [004] Prop. 3 (RR-LIP on the hashed prior P̂ = Hᵀ P), LIP only if
+        min P̂ ≥ 1/(1+E). Otherwise the verified optimum on the hashed domain: the objective
+        depends on Q' only through P̂ and the bucket means of V, so it is the same design problem
+        with prior P̂ and values V̄ (empty buckets are never output), solved by :func:`.lip.solve`
+        (exact vertex method up to 8 buckets; above, the local solve, which needs ``rng``).
+    rng : numpy.random.Generator, optional
+        Generator of the local solve (more than 8 buckets).
+
+    Returns
+    -------
+    Q_X : numpy.ndarray
+        The d × (used buckets) channel from X.
+    mse : float
+        Its per-user MSE of the MMSE estimator.
+
+    Raises
+    ------
+    InputError
+        Bad prior, hash or ε (from :func:`solve`).
+
+    References
+    ----------
+    [004] B. Jiang, M. Li, R. Tandon, "Local Information Privacy and Its Application to
+    Privacy-Preserving Data Aggregation", IEEE TDSC, §4.3.1 and Prop. 3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech.models import lip
+    >>> Q, mse = lip.lh_lip([0.4, 0.3, 0.2, 0.1], [0, 1, 0, 1], 1.0, np.arange(4.0))
+    >>> print(Q.shape, f"{mse:.4f}", np.round(Q.sum(axis=1), 6))
+    (4, 2) 0.9334 [1. 1. 1. 1.]
     """
     P = np.asarray(prior, float)
     V = np.asarray(V, float).reshape(P.size, -1)
