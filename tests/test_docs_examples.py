@@ -91,6 +91,9 @@ DOCSTRING_EXAMPLES = [
     "lpmech.models.le.le_mechanism.le_grid",
     "lpmech.models.lip.lip_solve.solve",
     "lpmech.models.lip.lip_solve.lh_lip",
+    "lpmech.models.lrgeo.lrgeo.solve",
+    "lpmech.models.lrgeo.lrgeo.solve_relaxed",
+    "lpmech.models.lrgeo.lrgeo.constopt",
 ]
 
 

@@ -572,8 +572,39 @@ def clr_problem(structure: LRStructure, *, costs: str | None = None, exponential
 
 def solve_relaxed(structure: LRStructure, *, costs: str = "lower", executor="serial") -> float:
     """Value of the relaxed problem (29)–(30) (CLR-Geo without the ties (21)), by default with c̃
-    (31): a lower bound on the LR-restricted minimum expected cost (Thm 4.8). The M independent
-    LR-OMGs run on ``executor``; each contributes its certified (Lagrangian) bound."""
+    (31): a lower bound on the LR-restricted minimum expected cost (Thm 4.8).
+
+    Parameters
+    ----------
+    structure : LRStructure
+        The users' LR sets and coefficients (:func:`build_structure`).
+    costs : {"lower", "upper", "true"}
+        The cost coefficients: c̃ (31) (default), ĉ (25) or c (5).
+    executor : concurrent.futures.Executor or "serial"
+        Where the M independent LR-OMGs run; each contributes its certified (Lagrangian) bound.
+
+    Returns
+    -------
+    float
+        The relaxed value.
+
+    Raises
+    ------
+    InputError
+        A relaxed LR-OMG has no solution (check the user's LR set and range).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech import datasets
+    >>> from lpmech.models import lrgeo
+    >>> grid = datasets.synthetic_road_grid(6, 6, rng=np.random.default_rng(1))
+    >>> params = lrgeo.LRGeoParams(epsilon=3.0, gamma=1.0, Gamma=3.0, r_obf=1.0, r_exp=0.7,
+    ...                            lr_cap=4)
+    >>> structure = lrgeo.build_structure(grid, [0, 14, 28], params)
+    >>> print(f"{lrgeo.solve_relaxed(structure):.4f}")
+    0.5305
+    """
     clr = clr_problem(structure, costs=costs, exponential=False)
     values = map_blocks(executor, solve_block_alone, clr.problem.blocks)
     if any(v is None for v in values):
@@ -742,28 +773,99 @@ def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "be
           lp_method: str = "simplex", verbose: bool = False) -> Result:
     """LR-Geo for ``users`` on ``grid``: CLR-Geo by Benders (or ``method="monolithic"``), certified.
 
-    Returns a :class:`Result` whose mechanism stacks the users' matrices (rows 𝒩_1, then 𝒩_2, …;
-    user m's own row is row ``stats["row_offsets"][m]``), whose certificate is the worst per-user
-    certificate, and whose ``stats`` hold: ``choices``, ``cost`` (19) under the optimised
-    coefficients, ``true_cost`` (under c), ``own_row_cost`` (mean over users, km),
-    ``lower_bound``/``upper_bound``/``iterations``/``trace`` (Benders), ``relaxed_bound``
-    ((29)–(30) with c̃), ``approximation_ratio`` (cost / relaxed bound), ``gv_ratio`` (32),
-    ``gve_mean``/``gve_max`` (33), sizes and times.
+    Qiu, Liu, Pappachan, Squicciarini & Xie, "Time-Efficient Locally Relevant Geo-Location Privacy
+    Protection", PETS 2025, §4: CLR-Geo (19)–(21), one LR-OMG (14)–(17) per user with the
+    exponential entries tied to a shared y (18).
 
-    Benders stops with status ``optimal`` only at a certified gap (``abs_tol``/``rel_tol``); an
-    iteration cap raises :class:`~lpmech.errors.IterationLimitError`, a time limit
-    :class:`~lpmech.errors.TimeLimitError` (``err.result`` holds the best certified point, if any).
-    ``recourse``: ``"elastic"`` (complete recourse, default) or ``"farkas"`` (the paper's
-    feasibility cuts), see :mod:`lpmech.solvers.benders`. ``verbose``: a log line per iteration.
-    ``retain_after``: Benders iterations after which every user's block joins the master (partial
-    Benders with full retention: the next master is the whole CLR-Geo LP plus the cuts, and
-    certifies); ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` block passes when the
-    CLR-Geo LP has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP, by row generation over
-    the Geo-Ind rows, solves faster than the cuts, which need 80–200 iterations where the ties bind,
-    issue 13), else never. ``lp_method``: the HiGHS method of the monolithic LP (``"simplex"``,
-    ``"ipm"``, ``"choose"``, ``"pdlp"``; Benders ignores it). Measured on Rome, 200 users, ε = 3,
-    r_exp = 1.5 (3.3·10⁶ nonzeros): the dual simplex ends in a HiGHS error after 274–375 s, the
-    IPM has no point after 1500 s, while Benders certifies in 606 s.
+    Parameters
+    ----------
+    grid : RoadGrid
+        A :class:`~lpmech.datasets.RoadGrid` (or anything with ``coords`` (lat, lon), ``metric``
+        (Haversine, km) and ``travel_cost`` (km)).
+    users : array_like of int
+        Location indices v_m of the users (the same location twice is allowed).
+    params : LRGeoParams
+        ε, γ, Γ, r_obf, r_exp and every choice the paper leaves open (spec §9).
+    method : {"benders", "monolithic"}
+        Benders (default) or CLR-Geo as one LP.
+    executor : concurrent.futures.Executor or "serial", optional
+        Where the users' blocks run; ``None`` is a new local process pool.
+    abs_tol, rel_tol : float
+        Benders stops with status ``optimal`` only at a certified gap within these.
+    max_iter : int
+        Benders iteration cap.
+    time_limit : float, optional
+        Seconds for the solve.
+    relaxed_bound : bool
+        Also solve the relaxed problem (29)–(30) with c̃ (``stats["relaxed_bound"]``).
+    targets : array_like, optional
+        Target prior q over the locations (default uniform) — eq. (5).
+    prior : array_like, optional
+        Prior p over real locations, used with ``row_prior="prior"``.
+    rng : numpy.random.Generator, optional
+        Needed with ``lr_select="random"``.
+    recourse : {"elastic", "farkas"}
+        ``"elastic"`` (complete recourse, default) or ``"farkas"`` (the paper's feasibility cuts),
+        see :mod:`lpmech.solvers.benders`.
+    retain_after : int, None or "auto"
+        Benders iterations after which every user's block joins the master (partial Benders with
+        full retention: the next master is the whole CLR-Geo LP plus the cuts, and certifies);
+        ``None`` never; ``"auto"`` (default) :data:`RETAIN_AFTER` block passes when the CLR-Geo LP
+        has at most :data:`RETAIN_NNZ` nonzeros (there the whole LP, by row generation over the
+        Geo-Ind rows, solves faster than the cuts, which need 80–200 iterations where the ties
+        bind, issue 13), else never.
+    lp_method : {"simplex", "ipm", "choose", "pdlp"}
+        The HiGHS method of the monolithic LP (Benders ignores it).
+    verbose : bool
+        A log line per iteration.
+
+    Returns
+    -------
+    Result
+        The mechanism stacks the users' matrices (rows 𝒩_1, then 𝒩_2, …; user m's own row is row
+        ``stats["row_offsets"][m]``), the certificate is the worst per-user certificate, and
+        ``stats`` hold: ``choices``, ``cost`` (19) under the optimised coefficients, ``true_cost``
+        (under c), ``own_row_cost`` (mean over users, km), ``lower_bound``/``upper_bound``/
+        ``iterations``/``trace`` (Benders), ``relaxed_bound`` ((29)–(30) with c̃),
+        ``approximation_ratio`` (cost / relaxed bound), ``gv_ratio`` (32), ``gve_mean``/``gve_max``
+        (33), sizes and times.
+
+    Raises
+    ------
+    InputError
+        Bad parameters, users outside the domain, an unknown method, ``retain_after`` or
+        ``lp_method``.
+    IterationLimitError
+        Benders hit ``max_iter`` (``err.result`` holds the best certified point, if any).
+    TimeLimitError
+        The time limit ran out (``err.result`` as above).
+
+    Notes
+    -----
+    Measured on Rome, 200 users, ε = 3, r_exp = 1.5 (3.3·10⁶ nonzeros): the dual simplex ends in a
+    HiGHS error after 274–375 s, the IPM has no point after 1500 s, while Benders certifies in
+    606 s.
+
+    References
+    ----------
+    C. Qiu, R. Liu, P. Pappachan, A. Squicciarini, X. Xie, "Time-Efficient Locally Relevant
+    Geo-Location Privacy Protection", PETS 2025 (arXiv 2407.13725), eqs. (11)–(33).
+
+    Examples
+    --------
+    Three users on a synthetic 6×6 road grid (30 locations, each LR set capped at 4):
+
+    >>> import numpy as np
+    >>> from lpmech import datasets
+    >>> from lpmech.models import lrgeo
+    >>> grid = datasets.synthetic_road_grid(6, 6, rng=np.random.default_rng(1))
+    >>> params = lrgeo.LRGeoParams(epsilon=3.0, gamma=1.0, Gamma=3.0, r_obf=1.0, r_exp=0.7,
+    ...                            lr_cap=4)
+    >>> res = lrgeo.solve(grid, [0, 14, 28], params, executor="serial")
+    >>> print(res.status, res.mechanism.matrix.shape, res.stats["row_offsets"])
+    optimal (12, 30) [0, 4, 8]
+    >>> print(f"{res.stats['cost']:.4f}", f"{res.stats['relaxed_bound']:.4f}")
+    0.5362 0.5305
     """
     if lp_method not in METHODS:
         raise InputError(f"unknown HiGHS method {lp_method!r} for the monolithic LP: use one of {METHODS}")
@@ -890,12 +992,51 @@ def laplace_rows(grid, rows, epsilon: float, rng: np.random.Generator, *,
 
 def constopt(grid, params: LRGeoParams = LRGeoParams(), *, targets=None,
              time_limit: float | None = None) -> Result:
-    """ConstOPT (Imola et al., UAI 2022; seed 002 §8.2): one LP over the full location set where
-    entries with d_ik > r_exp take the exponential form y_k e^{−ε d_ik/2} and the rest are LP
-    variables, under (ε, γ)-Geo-Ind and the true costs (5) with a uniform prior.
+    """ConstOPT (Imola et al., UAI 2022; Qiu et al., PETS 2025, §8.2): one LP over the full
+    location set where entries with d_ik > r_exp take the exponential form y_k e^{−ε d_ik/2} and
+    the rest are LP variables, under (ε, γ)-Geo-Ind and the true costs (5) with a uniform prior.
 
+    Parameters
+    ----------
+    grid : RoadGrid
+        As in :func:`solve`.
+    params : LRGeoParams
+        ε, γ and r_exp are used; Γ, r_obf, the LR cap and the costs are set to cover every
+        location with the true costs.
+    targets : array_like, optional
+        Target prior q over the locations (default uniform) — eq. (5).
+    time_limit : float, optional
+        Seconds for the LP.
+
+    Returns
+    -------
+    Result
+        ``Result.mechanism`` is the K×K matrix (rows in grid order), certified on (ε, γ).
+
+    Raises
+    ------
+    InputError
+        Bad parameters.
+    CertificationError
+        The LP solution violates Geo-Ind beyond round-off.
+    TimeLimitError
+        The LP stopped before its optimum.
+
+    Notes
+    -----
     Built as CLR-Geo with a single "user" whose LR set and obfuscation range are every location.
-    ``Result.mechanism`` is the K×K matrix (rows in grid order), certified on (ε, γ).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech import datasets
+    >>> from lpmech.models import lrgeo
+    >>> grid = datasets.synthetic_road_grid(6, 6, rng=np.random.default_rng(1))
+    >>> res = lrgeo.constopt(grid, lrgeo.LRGeoParams(epsilon=3.0, gamma=1.0, r_exp=0.7))
+    >>> print(res.status, res.mechanism.matrix.shape, f"{res.certificate.realized_epsilon:.4f}")
+    optimal (30, 30) 3.0000
+    >>> print(f"{res.objective:.4f}")
+    0.4319
     """
     t0 = time.perf_counter()
     big = float(np.max(grid.metric)) + 1.0
