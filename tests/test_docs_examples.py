@@ -94,6 +94,12 @@ DOCSTRING_EXAMPLES = [
     "lpmech.models.lrgeo.lrgeo.solve",
     "lpmech.models.lrgeo.lrgeo.solve_relaxed",
     "lpmech.models.lrgeo.lrgeo.constopt",
+    "lpmech.models.matrix.matrix_mechanism.solve",
+    "lpmech.models.matrix.matrix_mechanism.solve_frequency",
+    "lpmech.models.matrix.range_mechanism.encode",
+    "lpmech.models.matrix.range_mechanism.frequencies",
+    "lpmech.models.matrix.range_mechanism.range_query",
+    "lpmech.models.matrix.range_mechanism.quantile",
 ]
 
 

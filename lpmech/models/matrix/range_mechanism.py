@@ -141,8 +141,46 @@ def threshold_bits(X, sizes) -> tuple[np.ndarray, ...]:
 def encode(X, sizes, epsilon: float, rng: np.random.Generator, *, pad: bool = False) -> Reports:
     """The §4.1 encoder: threshold bits, each flipped with probability 1/(e^ε+1).
 
-    ``pad=True`` is §4.2's dummy-value trick: every dimension gets an extra value m_d that no one
-    holds, so every query of the original domain has D_R = D (no privacy cost: the bit is constant).
+    Parameters
+    ----------
+    X : array_like of int
+        n×D 0-based values (a 1-D array when D = 1).
+    sizes : int or sequence of int
+        (m_1, …, m_D).
+    epsilon : float
+        ε per unit of ‖x − x'‖₁ (ε‖x−x'‖₁-LDP by Proposition 4; :func:`encoder_epsilon` is the ε
+        realised by the double-precision coin flips).
+    rng : numpy.random.Generator
+        The source of the flips.
+    pad : bool
+        ``pad=True`` is §4.2's dummy-value trick: every dimension gets an extra value m_d that no
+        one holds, so every query of the original domain has D_R = D (no privacy cost: the bit is
+        constant).
+
+    Returns
+    -------
+    Reports
+        ``bits[d]``: the n×m_d ±1 matrix of dimension d.
+
+    Raises
+    ------
+    InputError
+        ``rng`` not a Generator, bad sizes, or values outside the domain.
+
+    References
+    ----------
+    Z. Xiang, B. Ding, X. He, J. Zhou, "Linear and Range Counting under Metric-based Local
+    Differential Privacy", ISIT 2020, §4.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech.models.matrix import range_mechanism as rm
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 16, size=10000)
+    >>> rep = rm.encode(x, [16], 2.0, rng)
+    >>> print(rep.n, rep.sizes, rep.bits[0].shape)
+    10000 (16,) (10000, 16)
     """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng must be a numpy.random.Generator")
@@ -218,7 +256,34 @@ def observations(rep: Reports) -> np.ndarray:
 
 
 def frequencies(rep: Reports) -> np.ndarray:
-    """ĉ = κ^D B⁻¹ o for all cells (Eq. 7), as κ^D Σ_i ⊗_d (B_{m_d,1}⁻¹ r_{i,d}); O(n Π m_d)."""
+    """ĉ = κ^D B⁻¹ o for all cells (Eq. 7), as κ^D Σ_i ⊗_d (B_{m_d,1}⁻¹ r_{i,d}); O(n Π m_d).
+
+    Parameters
+    ----------
+    rep : Reports
+        The users' reports (:func:`encode`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The unbiased count estimate of every cell, in ind order (dimension 1 fastest).
+
+    References
+    ----------
+    Z. Xiang, B. Ding, X. He, J. Zhou, "Linear and Range Counting under Metric-based Local
+    Differential Privacy", ISIT 2020, §4.2, Eq. (7).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech.models.matrix import range_mechanism as rm
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 16, size=10000)
+    >>> rep = rm.encode(x, [16], 2.0, rng)
+    >>> c = rm.frequencies(rep)
+    >>> print(c.shape, f"{c.sum():.1f}")
+    (16,) 10018.5
+    """
     width = math.prod(rep.sizes)
     inv = [base_inverse(m) for m in rep.sizes]
     c = np.zeros(width)
@@ -275,8 +340,42 @@ def _factor(bits: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int) -> np.ndar
 def range_query(rep: Reports, ranges, weights=None) -> np.ndarray:
     """ĉ(R) = κ^D Σ_i w_i Π_d g_{R,d}·r_{i,d} for each range (Eq. 8, O(nD) per query).
 
-    ``weights`` (public, one per user; default 1) gives §4.3.2's non-private weighted query,
-    identical to running the estimator per weight group g_w and summing w·ĉ_{g_w}(R)."""
+    Parameters
+    ----------
+    rep : Reports
+        The users' reports (:func:`encode`).
+    ranges : array_like of int
+        Q×D×2 inclusive 0-based ranges (l, r), or one range as D pairs.
+    weights : array_like, optional
+        ``weights`` (public, one per user; default 1) gives §4.3.2's non-private weighted query,
+        identical to running the estimator per weight group g_w and summing w·ĉ_{g_w}(R).
+
+    Returns
+    -------
+    numpy.ndarray
+        The Q unbiased range-count estimates (exact variance: :func:`range_variance`).
+
+    Raises
+    ------
+    InputError
+        Ranges outside the domain, or weights of the wrong shape.
+
+    References
+    ----------
+    Z. Xiang, B. Ding, X. He, J. Zhou, "Linear and Range Counting under Metric-based Local
+    Differential Privacy", ISIT 2020, §4.2–4.3, Eq. (8).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech.models.matrix import range_mechanism as rm
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 16, size=10000)
+    >>> rep = rm.encode(x, [16], 2.0, rng)
+    >>> R = [[(0, 7)], [(4, 11)]]
+    >>> print(np.round(rm.range_query(rep, R), 1), rm.true_counts(x, R, [16]))
+    [4935.7 4980.3] [4970. 4935.]
+    """
     R = check_ranges(ranges, rep.sizes)
     w = np.ones(rep.n) if weights is None else _weights(weights, rep.n)
     out = np.empty(R.shape[0])
@@ -461,8 +560,48 @@ def percentiles_hat(rep) -> np.ndarray:
 
 def quantile(rep, p: float, *, scan_width: int = 10) -> int:
     """The estimated p-quantile (0-based value) by binary search on σ̂, then a linear scan once
-    R − L ≤ ``scan_width`` (§4.4). Invariant σ̂(L) < p ≤ σ̂(R) (L = 0, R = m at the start), so the
-    scan always finds j with σ̂(j−1) < p ≤ σ̂(j); the answer is value j − 1."""
+    R − L ≤ ``scan_width`` (§4.4).
+
+    Parameters
+    ----------
+    rep : Reports or BitSums
+        1-D reports (:func:`encode`) or their column sums (:func:`sample_bit_sums`).
+    p : float
+        The quantile, in (0, 1].
+    scan_width : int
+        Width below which the binary search turns into a linear scan.
+
+    Returns
+    -------
+    int
+        The estimated p-quantile, a 0-based value.
+
+    Raises
+    ------
+    InputError
+        p outside (0, 1], or reports with D ≠ 1.
+
+    Notes
+    -----
+    Invariant σ̂(L) < p ≤ σ̂(R) (L = 0, R = m at the start), so the scan always finds j with
+    σ̂(j−1) < p ≤ σ̂(j); the answer is value j − 1. Its error bound: :func:`quantile_error_bound`.
+
+    References
+    ----------
+    Z. Xiang, B. Ding, X. He, J. Zhou, "Linear and Range Counting under Metric-based Local
+    Differential Privacy", ISIT 2020, §4.4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from lpmech.models.matrix import range_mechanism as rm
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.integers(0, 16, size=10000)
+    >>> rep = rm.encode(x, [16], 2.0, rng)
+    >>> xhat = rm.quantile(rep, 0.5)
+    >>> print(xhat, f"{rm.quantile_error(x, xhat, 0.5):.4f}")
+    8 0.0000
+    """
     if not 0 < p <= 1:
         raise InputError(f"p must be in (0, 1], got {p!r}")
     sig = percentiles_hat(rep)
