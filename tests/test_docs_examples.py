@@ -100,6 +100,8 @@ DOCSTRING_EXAMPLES = [
     "lpmech.models.matrix.range_mechanism.frequencies",
     "lpmech.models.matrix.range_mechanism.range_query",
     "lpmech.models.matrix.range_mechanism.quantile",
+    "lpmech.design.engine.solve",
+    "lpmech.solvers.result.Result",
 ]
 
 

@@ -58,16 +58,43 @@ def check_time_limit(time_limit) -> float | None:
 class Result:
     """Outcome of a solve: the certified mechanism, its optimality certificate and statistics.
 
-    Attributes:
-        status: one of ``STATUSES``.
-        mechanism: the certified :class:`~lpmech.mechanism.Mechanism` (``None`` from the raw solver
-            layer, which returns only ``x``; the model layer turns ``x`` into a mechanism).
-        certificate: the mechanism's :class:`~lpmech.mechanism.PrivacyCertificate`.
-        optimality: objective of the certified point, dual bound and gap.
-        stats: solver name, times (s), sizes, iterations, and the choices made.
-        x: the solver's primal vector (column order of the model).
-        duals: the solver's row duals, where it gives them.
-        ray: a dual ray (Farkas certificate) of an infeasible LP, where asked for and available.
+    Every ``solve`` of the package returns one (as scipy's solvers return an ``OptimizeResult``).
+
+    Attributes
+    ----------
+    status : str
+        One of ``STATUSES``: ``"optimal"`` (certified gap), ``"feasible"``, ``"closed_form"``,
+        ``"infeasible"``, ``"unbounded"``, ``"time_limit"``, ``"iteration_limit"``,
+        ``"interrupted"`` (the last three: stopped short, ``STOPS``) or ``"error"``.
+    mechanism : Mechanism or None
+        The certified :class:`~lpmech.mechanism.Mechanism` (``None`` from the raw solver layer,
+        which returns only ``x``; the model layer turns ``x`` into a mechanism).
+    certificate : PrivacyCertificate or None
+        The mechanism's :class:`~lpmech.mechanism.PrivacyCertificate`.
+    optimality : OptimalityCertificate or None
+        Objective of the certified point, dual bound and gap.
+    stats : dict
+        Solver name, times (s), sizes, iterations, and the choices made.
+    x : numpy.ndarray or None
+        The solver's primal vector (column order of the model).
+    duals : numpy.ndarray or None
+        The solver's row duals, where it gives them.
+    ray : numpy.ndarray or None
+        A dual ray (Farkas certificate) of an infeasible LP, where asked for and available.
+    objective, bound, gap : float or None
+        Read from ``optimality``: the objective, the dual bound and the relative gap
+        (objective − bound) / |objective|.
+
+    Examples
+    --------
+    >>> from lpmech import instance as li
+    >>> from lpmech.models import omg
+    >>> res = omg.solve(li.grid(3, 3), 1.0)
+    >>> print(res.status, res.mechanism.shape, f"{res.objective:.4f}", f"{res.bound:.4f}")
+    optimal (9, 9) 0.8839 0.8839
+    >>> summary = res.summary()
+    >>> print(summary["status"], summary["K"], f"{summary['realized_epsilon']:.4f}")
+    optimal 9 1.0000
     """
 
     status: str
