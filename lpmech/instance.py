@@ -69,11 +69,60 @@ class Instance:
         return self.metric.shape[0]
 
     def with_prior(self, prior) -> Instance:
-        """A copy with another prior: ``"uniform"``, or a probability vector summing to 1."""
+        """A copy with another prior: ``"uniform"``, or a probability vector summing to 1.
+
+        Parameters
+        ----------
+        prior : str or array_like
+            ``"uniform"``, or K non-negative numbers summing to 1.
+
+        Returns
+        -------
+        Instance
+            The copy; this instance is unchanged.
+
+        Raises
+        ------
+        InputError
+            A prior of the wrong length, negative, NaN or not summing to 1.
+
+        Examples
+        --------
+        >>> from lpmech import instance as li
+        >>> print(li.grid(2, 2).with_prior([0.1, 0.2, 0.3, 0.4]).prior)
+        [0.1 0.2 0.3 0.4]
+        >>> print(li.grid(2, 2).with_prior("uniform").prior)
+        [0.25 0.25 0.25 0.25]
+        """
         return dataclasses.replace(self, prior=make_prior(prior, self.K))
 
     def with_counts(self, counts) -> Instance:
-        """A copy whose prior is proportional to non-negative ``counts``."""
+        """A copy whose prior is proportional to non-negative ``counts``.
+
+        Parameters
+        ----------
+        counts : array_like
+            K non-negative finite numbers, not all zero.
+
+        Returns
+        -------
+        Instance
+            The copy; this instance is unchanged.
+
+        Raises
+        ------
+        InputError
+            Counts of the wrong length, negative, non-finite or all zero.
+
+        Examples
+        --------
+        >>> from lpmech import instance as li
+        >>> inst = li.grid(2, 2).with_counts([1, 1, 2, 0])
+        >>> print(inst.prior)
+        [0.25 0.25 0.5  0.  ]
+        >>> print(round(float(inst.prior.sum()), 6))
+        1.0
+        """
         return dataclasses.replace(self, prior=prior_from_counts(counts, self.K))
 
     def with_loss(self, loss) -> Instance:
@@ -81,7 +130,31 @@ class Instance:
         return dataclasses.replace(self, loss=_check_loss(loss, self.K))
 
     def with_gamma(self, gamma: float) -> Instance:
-        """A copy with another neighbour threshold γ."""
+        """A copy with another neighbour threshold γ.
+
+        Parameters
+        ----------
+        gamma : float
+            Neighbour threshold γ > 0 (``math.inf``: every pair is a neighbour pair).
+
+        Returns
+        -------
+        Instance
+            The copy; this instance is unchanged.
+
+        Raises
+        ------
+        InputError
+            γ not a positive number.
+
+        Examples
+        --------
+        On a 2×2 unit grid γ = 1 keeps the 8 ordered side pairs and drops the diagonals:
+
+        >>> from lpmech import instance as li
+        >>> print(li.grid(2, 2).neighbours().sum(), li.grid(2, 2).with_gamma(1.0).neighbours().sum())
+        12 8
+        """
         return dataclasses.replace(self, gamma=_check_gamma(gamma))
 
     def neighbours(self) -> np.ndarray:
@@ -250,7 +323,42 @@ def grid(width: int, height: int, cell: float = 1.0, *, unit: str = "km",
          metric: str = "euclidean", prior=None, loss=None, gamma: float = math.inf) -> Instance:
     """A W×H grid of cell centres, ``cell`` units apart, numbered row-major (index = row·W + col).
 
-    ``metric`` is ``"euclidean"`` (default) or ``"manhattan"``.
+    Parameters
+    ----------
+    width, height : int
+        W and H, positive.
+    cell : float
+        Distance between neighbouring cell centres.
+    unit : str
+        Unit of the distances (default ``"km"``).
+    metric : {"euclidean", "manhattan"}
+        ``"euclidean"`` (default) or ``"manhattan"``.
+    prior : str or array_like, optional
+        ``"uniform"`` (default) or a probability vector summing to 1.
+    loss : array_like, optional
+        K×K loss matrix L (default: the metric).
+    gamma : float
+        Neighbour threshold γ (default ∞: every pair).
+
+    Returns
+    -------
+    Instance
+        K = W·H locations.
+
+    Raises
+    ------
+    InputError
+        A non-positive size or cell, an unknown metric, a bad prior, loss or γ, or K×K matrices
+        that would not fit in memory.
+
+    Examples
+    --------
+    >>> from lpmech import instance as li
+    >>> inst = li.grid(3, 2, 0.5)
+    >>> print(inst.describe())
+    grid 3x2 cell=0.5 K=6 gamma=inf unit=km
+    >>> print(round(float(inst.metric[0, 4]), 4), li.grid(3, 2, metric="manhattan").metric[0, 4])
+    0.7071 2.0
     """
     if int(width) != width or int(height) != height or width < 1 or height < 1:
         raise InputError(f"grid size must be positive integers, got {width}x{height}")
@@ -343,9 +451,44 @@ def from_matrix(distances, *, allow_nonmetric: bool = False, unit: str = "", pri
                 loss=None, gamma: float = math.inf) -> Instance:
     """A user-given K×K distance matrix, checked to be a metric.
 
-    ``allow_nonmetric=True`` skips only the triangle inequality (for models that accept a
-    non-metric); squareness, symmetry, zero diagonal, finiteness and non-negativity are always
-    checked.
+    Parameters
+    ----------
+    distances : array_like
+        The K×K matrix d.
+    allow_nonmetric : bool
+        ``allow_nonmetric=True`` skips only the triangle inequality (for models that accept a
+        non-metric); squareness, symmetry, zero diagonal, finiteness and non-negativity are always
+        checked.
+    unit : str
+        Unit of the distances, for the logs.
+    prior : str or array_like, optional
+        ``"uniform"`` (default) or a probability vector summing to 1.
+    loss : array_like, optional
+        K×K loss matrix L (default: the metric).
+    gamma : float
+        Neighbour threshold γ (default ∞: every pair).
+
+    Returns
+    -------
+    Instance
+
+    Raises
+    ------
+    InputError
+        A matrix that is not a metric (the message names the first bad entry), or a bad prior,
+        loss or γ.
+
+    Examples
+    --------
+    >>> from lpmech import instance as li
+    >>> from lpmech.errors import InputError
+    >>> print(li.from_matrix([[0, 1, 2], [1, 0, 1], [2, 1, 0]]).describe())
+    matrix K=3 gamma=inf unit=-
+    >>> try:
+    ...     li.from_matrix([[0, 1, 3], [1, 0, 1], [3, 1, 0]])
+    ... except InputError as exc:
+    ...     print(str(exc)[:51])
+    distance matrix violates the triangle inequality: d
     """
     return _finish(distances, kind="matrix", prior=prior, loss=loss, gamma=gamma,
                    check_triangle=not allow_nonmetric, is_metric=not allow_nonmetric, unit=unit)
@@ -460,11 +603,44 @@ def _exc_name(exc: BaseException) -> str:
 def read_distances(path, *, allow_nonmetric: bool = False, **kwargs) -> Instance:
     """A distance matrix from ``.npy`` or ``.npz``.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    allow_nonmetric : bool
+        Skip the triangle inequality (:func:`from_matrix`).
+    **kwargs
+        ``unit``, ``prior``, ``loss``, ``gamma`` of :func:`from_matrix`.
+
+    Returns
+    -------
+    Instance
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, an archive without a distance matrix, or a matrix that is
+        not a metric.
+
+    Notes
+    -----
     In an ``.npz`` the matrix is the array named ``distances`` (or ``metric``, as a mechanism saved
     by ``lpmech omg --out`` has it, or a single unnamed array, ``numpy.savez(FILE, d)``); any other
     archive is refused, naming the arrays it has (an archive holding only ``prior`` is not a
     distance matrix).
     Arrays named ``prior`` and ``loss`` are used too unless given in ``kwargs``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from lpmech import instance as li
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "d.npz")
+    ...     np.savez(path, distances=[[0.0, 1.0], [1.0, 0.0]], prior=[0.3, 0.7])
+    ...     inst = li.read_distances(path)
+    >>> print(inst.describe(), inst.prior)
+    matrix K=2 gamma=inf unit=- [0.3 0.7]
     """
     arrays = load_numpy(path, "distance matrix")
     p = Path(path)
@@ -534,7 +710,38 @@ def _column(header: list[str] | None, names: tuple[str, ...], default: int) -> i
 def read_points(path, *, latlon: bool = False, **kwargs) -> Instance:
     """Points from a CSV: columns ``x,y`` (or ``lat,lon`` with ``latlon=True``), header optional.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    latlon : bool
+        Read (lat, lon) in degrees; the metric is then Haversine (km).
+    **kwargs
+        ``unit``, ``prior``, ``loss``, ``gamma`` of :func:`points`.
+
+    Returns
+    -------
+    Instance
+
+    Raises
+    ------
+    InputError
+        A missing file or a non-numeric row (the message names the line).
+
+    Notes
+    -----
     Without a recognised header the first two columns are used.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from lpmech import instance as li
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "points.csv")
+    ...     _ = open(path, "w").write("x,y\\n0,0\\n3,4\\n6,8\\n")
+    ...     inst = li.read_points(path)
+    >>> print(inst.describe(), inst.metric[0, 2])
+    points K=3 gamma=inf unit=- 10.0
     """
     p = _existing(path)
     header, rows = _read_csv_rows(p, _POINT_COLUMNS, numeric=(0, 1))
@@ -554,7 +761,36 @@ def read_points(path, *, latlon: bool = False, **kwargs) -> Instance:
 
 def read_edges(path, **kwargs) -> Instance:
     """A graph metric from a CSV edge list ``u,v,weight`` (header optional; a header may name the
-    weight ``weight``, ``length``, ``distance`` or ``cost``). Missing weights count 1."""
+    weight ``weight``, ``length``, ``distance`` or ``cost``). Missing weights count 1.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    **kwargs
+        ``unit``, ``prior``, ``loss``, ``gamma`` of the instance.
+
+    Returns
+    -------
+    Instance
+        The shortest-path metric of the graph.
+
+    Raises
+    ------
+    InputError
+        A missing file, a bad row, or a disconnected graph.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from lpmech import instance as li
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "edges.csv")
+    ...     _ = open(path, "w").write("u,v,weight\\n0,1,2\\n1,2,3\\n")
+    ...     inst = li.read_edges(path)
+    >>> print(inst.describe(), inst.metric[0, 2])
+    graph K=3 gamma=inf unit=- 5.0
+    """
     p = _existing(path)
     header, rows = _read_csv_rows(p, _EDGE_COLUMNS, numeric=(2,))
     cu, cv = _column(header, ("u", "source", "from"), 0), _column(header, ("v", "target", "to"), 1)
