@@ -64,10 +64,32 @@ class PrivacyCertificate:
 class Mechanism:
     """A validated row-stochastic matrix, with the certificate it was issued with (if any).
 
-    Args:
-        matrix: K×n array with non-negative entries and rows summing to 1 within ``ROW_TOL``.
-        name: a label for reports.
-        certificate: the :class:`PrivacyCertificate` of the matrix.
+    Parameters
+    ----------
+    matrix : array_like
+        K×n array with non-negative entries and rows summing to 1 within ``ROW_TOL``.
+    name : str
+        A label for reports.
+    certificate : PrivacyCertificate, optional
+        The :class:`PrivacyCertificate` of the matrix.
+
+    Raises
+    ------
+    InputError
+        A matrix that is empty, not 2-D, non-finite, negative, or whose rows do not sum to 1.
+
+    Examples
+    --------
+    >>> import math
+    >>> import numpy as np
+    >>> from lpmech.mechanism import Mechanism, certify, realized_epsilon
+    >>> Z = np.array([[math.e, 1.0], [1.0, math.e]]) / (1 + math.e)  # randomised response
+    >>> d = [[0.0, 1.0], [1.0, 0.0]]
+    >>> mech = Mechanism(Z, name="RR").with_certificate(certify(Z, d, 1.0))
+    >>> print(mech)
+    Mechanism('RR', shape=(2, 2), realized_epsilon=1.0)
+    >>> print(mech.sample([0, 1, 1], np.random.default_rng(0)), f"{mech.expected_loss([0.5, 0.5], d):.4f}")
+    [0 1 0] 0.2689
     """
 
     def __init__(self, matrix, *, name: str = "", certificate: PrivacyCertificate | None = None):
@@ -178,10 +200,41 @@ def _top_log_ratios(z, logz, rows, mask, d, fine: float) -> np.ndarray:
 def realized_epsilon(matrix, metric, gamma: float = math.inf) -> float:
     """The smallest ε with Z[i,k] ≤ e^{ε d_ij} Z[j,k] for all k and all i ≠ j with d_ij ≤ γ.
 
-    max over pairs of log(Z[i,k] / Z[j,k]) / d_ij; ``inf`` when Z[j,k] = 0 < Z[i,k] or when
-    d_ij = 0 and the rows differ. 0 for a single location. Near-duplicate pairs (d_ij below
-    ``FINE_PAIR_RTOL``·max d) are evaluated with log1p of the relative difference, so that two rows
-    one ulp apart at d = 1e-13 give ε ≈ 1e-3 and not the round-off of two logarithms.
+    Parameters
+    ----------
+    matrix : array_like
+        The K×n mechanism Z.
+    metric : array_like
+        The K×K metric d.
+    gamma : float
+        Neighbour threshold γ (default ∞: every pair).
+
+    Returns
+    -------
+    float
+        max over pairs of log(Z[i,k] / Z[j,k]) / d_ij; ``inf`` when Z[j,k] = 0 < Z[i,k] or when
+        d_ij = 0 and the rows differ. 0 for a single location.
+
+    Raises
+    ------
+    InputError
+        Shapes that do not match.
+
+    Notes
+    -----
+    Near-duplicate pairs (d_ij below ``FINE_PAIR_RTOL``·max d) are evaluated with log1p of the
+    relative difference, so that two rows one ulp apart at d = 1e-13 give ε ≈ 1e-3 and not the
+    round-off of two logarithms.
+
+    Examples
+    --------
+    >>> import math
+    >>> import numpy as np
+    >>> from lpmech.mechanism import Mechanism, certify, realized_epsilon
+    >>> Z = np.array([[math.e, 1.0], [1.0, math.e]]) / (1 + math.e)  # randomised response
+    >>> d = [[0.0, 1.0], [1.0, 0.0]]
+    >>> print(f"{realized_epsilon(Z, d):.4f}", f"{realized_epsilon(Z, np.multiply(d, 2)):.4f}")
+    1.0000 0.5000
     """
     z, d = np.asarray(matrix, float), np.asarray(metric, float)
     _check_shapes(z, d)
@@ -210,7 +263,48 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
             rtol: float = EPS_RTOL, notion: str = "geo-ind") -> PrivacyCertificate:
     """Certify Z against (ε, γ)-Geo-Ind on ``metric`` (``notion="ldp"``: ε-LDP, metric ignored).
 
-    A constraint counts as violated in (32)–(33) when Z[i,k] − e^{ε d_ij} Z[j,k] > ``tol``.
+    Parameters
+    ----------
+    matrix : array_like
+        The K×n mechanism Z.
+    metric : array_like
+        The K×K metric d (ignored for ``notion="ldp"``).
+    epsilon : float
+        The target ε.
+    gamma : float
+        Neighbour threshold γ (default ∞: every pair).
+    tol : float
+        A constraint counts as violated in (32)–(33) when Z[i,k] − e^{ε d_ij} Z[j,k] > ``tol``.
+    rtol : float
+        Satisfied when realised ε ≤ ε·(1 + ``rtol``).
+    notion : {"geo-ind", "ldp"}
+        The notion checked.
+
+    Returns
+    -------
+    PrivacyCertificate
+        Realised ε (:func:`realized_epsilon`), worst violation, violation ratio (32) and magnitude
+        (33) of Qiu, Liu, Pappachan, Squicciarini & Xie, "Time-Efficient Locally Relevant
+        Geo-Location Privacy Protection", PETS 2025, and ``satisfied``.
+
+    Raises
+    ------
+    InputError
+        ε ≤ 0, shapes that do not match, or an unknown notion.
+
+    Examples
+    --------
+    >>> import math
+    >>> import numpy as np
+    >>> from lpmech.mechanism import Mechanism, certify, realized_epsilon
+    >>> Z = np.array([[math.e, 1.0], [1.0, math.e]]) / (1 + math.e)  # randomised response
+    >>> d = [[0.0, 1.0], [1.0, 0.0]]
+    >>> cert = certify(Z, d, 1.0)
+    >>> print(cert.satisfied, f"{cert.realized_epsilon:.4f}", cert.n_constraints)
+    True 1.0000 4
+    >>> cert = certify(Z, d, 0.5)
+    >>> print(cert.satisfied, f"{cert.violation_ratio:.2f}", f"{cert.worst_violation:.4f}")
+    False 0.50 0.2876
     """
     z = np.asarray(matrix, float)
     eps = check_epsilon(epsilon)

@@ -110,6 +110,9 @@ DOCSTRING_EXAMPLES = [
     "lpmech.instance.Instance.with_prior",
     "lpmech.instance.Instance.with_counts",
     "lpmech.instance.Instance.with_gamma",
+    "lpmech.mechanism.Mechanism",
+    "lpmech.mechanism.certify",
+    "lpmech.mechanism.realized_epsilon",
 ]
 
 
