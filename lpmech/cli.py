@@ -6,8 +6,10 @@ Every subcommand lives in :mod:`lpmech.commands` (one module each: ``omg``, ``ce
 
 Exit codes: 0 a certified optimum (or closed form), 1 solver failure or internal error, 2 bad
 input (also argparse's usage errors, and an instance too large for the machine's memory),
-3 infeasible model, 4 no certified optimum (time limit, iteration cap, optimality not proved),
-5 a mechanism that fails its privacy certificate, 130 interrupted; a result's status maps to its
+3 infeasible model, 4 no certified optimum (time limit, iteration cap, Ctrl-C with a certified
+incumbent, optimality not proved: the best mechanism's objective, bound and gap are reported),
+5 a mechanism that fails its privacy certificate, 130 interrupted with nothing to report; a
+result's status maps to its
 code through :data:`lpmech.solvers.result.EXIT_CODES`. An error prints exactly one line
 ``lpmech: error: <message>`` on stderr (and, with ``--json``, one JSON object with ``status`` and
 ``error`` on stdout); no output file is written unless the whole run succeeds.
@@ -41,10 +43,16 @@ from .solvers.result import EXIT_CODES
 log = logging.getLogger("lpmech.cli")
 
 DEFAULT_GRID = "6x6"
+#: the help of every subcommand's --time-limit
+TIME_LIMIT_HELP = ("seconds from the command's start, model building included; at the limit the run "
+                   "stops and reports its best certified mechanism, bound and gap (exit 4), ending "
+                   "within max(1.1 T, T + 2 s)")
 _EXIT_CODES = """exit codes: 0 certified optimum (or a closed form), 1 solver failure or internal
 error, 2 bad input (also an instance too large for this machine's memory), 3 infeasible, 4 no
-certified optimum (time limit, iteration cap, or a certified mechanism whose optimality is not
-proved), 5 privacy certificate failed, 130 interrupted. With --json an error still prints one JSON
+certified optimum (time limit, iteration cap, Ctrl-C, or a certified mechanism whose optimality is
+not proved; the best certified mechanism's objective, bound and gap are reported), 5 privacy
+certificate failed, 130 interrupted before any mechanism. --time-limit counts from the start of
+the command and ends it within max(1.1 T, T + 2 s). With --json an error still prints one JSON
 object whose "status" is the error's."""
 
 
@@ -195,6 +203,7 @@ class _Watch:
         self.limit = limit if isinstance(limit, int | float) and 0 < limit < math.inf else None
         self.hard: float | None = None  # when this thread ends the command
         self.sigints = 0
+        self.fds: tuple[int, ...] = ()  # stdout's and stderr's descriptors as the command started
 
     def _end(self) -> float:
         """The latest end of a run with a time limit T: T + max(2 s, 10 % of T)."""
@@ -240,10 +249,12 @@ class _Watch:
                     stop.request("time_limit")
                     self.hard = self._end() - 0.25
                 if self.entry and self.hard is not None and now >= self.hard and worker.is_alive():
-                    return self._abandon(out)
+                    return self._abandon()
         finally:
             signal.signal(signal.SIGINT, previous)
             stop.clear()  # an in-process caller's next call starts afresh
+            for fd in self.fds:
+                os.close(fd)
             if sys.stdout is held:
                 sys.stdout = out
         _emit(out, held.getvalue())
@@ -251,7 +262,7 @@ class _Watch:
             raise box["exc"]
         return box["code"]
 
-    def _abandon(self, out) -> int:
+    def _abandon(self) -> int:
         """End the process now: one error line (and JSON object), exit 130 or 4. They are written
         to the descriptors stdout and stderr had when the command started (:attr:`fds`): a solver
         may have pointed 1 and 2 elsewhere meanwhile (Pyomo captures them while it solves)."""
@@ -470,8 +481,8 @@ def solver_log_to_stderr(verbose: bool):
         os.close(saved_stdout)
 
 
-__all__ = ["DEFAULT_GRID", "add_instance_arguments", "apply_prior", "build_parser", "json_on_error",
-           "load_instance", "main", "parse_grid", "print_json", "solver_log_to_stderr"]
+__all__ = ["DEFAULT_GRID", "TIME_LIMIT_HELP", "add_instance_arguments", "apply_prior", "build_parser",
+           "json_on_error", "load_instance", "main", "parse_grid", "print_json", "solver_log_to_stderr"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

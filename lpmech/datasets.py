@@ -3,13 +3,13 @@
 Real data is never bundled: every reader takes a path (see ``../shared/data/README.md``) and raises
 :class:`~lpmech.errors.InputError` with a clear message when the files are missing or malformed.
 
-Sections: Rome road grid and synthetic road grids (seed 002, LR-Geo); SNAP check-in files (Gowalla;
-seeds 000 and 001/004).
+Sections: Rome road grid and synthetic road grids (Qiu et al., LR-Geo, LR-Geo); SNAP check-in files (Gowalla;
+Gu et al., LE and Jiang, Li & Tandon, context-aware LIP/004).
 """
 
 from __future__ import annotations
 
-# ------------------------------------------------------------------ Rome road grid (seed 002)
+# ------------------------------------------------------------------ Rome road grid (Qiu et al., LR-Geo)
 # Imports of this section are local to its functions (the module's import block is shared).
 
 ROME_NODES = "reget_rome_cell_node40x40.csv"  #: the paper's "40×40" sub-grid, 1,331 cells
@@ -68,7 +68,8 @@ class RoadGrid:
 
     def instance(self, *, targets=None, gamma: float = float("inf"), prior=None):
         """A lat/lon :class:`~lpmech.instance.Instance` (Haversine metric) whose loss is
-        L[i, k] = Σ_l q_l |tc(i, l) − tc(k, l)| (seed 002 eqs. (3)–(5) without p_i), q = ``targets``."""
+        L[i, k] = Σ_l q_l |tc(i, l) − tc(k, l)| (Qiu et al., LR-Geo eqs. (3)–(5) without p_i),
+        q = ``targets``."""
         from .instance import latlon, travel_cost_loss
 
         return latlon(self.coords, loss=travel_cost_loss(self.travel_cost, targets), gamma=gamma,
@@ -228,7 +229,7 @@ def load_road_grid(folder=None, *, rng=None) -> RoadGrid:
 
 #: bounding boxes as (lat_min, lat_max, lon_min, lon_max), degrees
 GOWALLA_NY_BBOX = (40.48, 40.92, -74.26, -73.70)  # the New York subset in ../shared/data/gowalla
-GOWALLA_UK_BBOX = (50.0, 55.0, -5.0, 0.0)  # seed 000 §VI-B ("most of the United Kingdom")
+GOWALLA_UK_BBOX = (50.0, 55.0, -5.0, 0.0)  # Gu et al., LE §VI-B ("most of the United Kingdom")
 _SNAP_CHUNK = 200_000  # lines parsed per block when streaming a SNAP file
 
 
@@ -264,7 +265,7 @@ def read_checkins(path, *, bbox=None, first_per_user: bool = False) -> dict:
       lat_min ≤ lat ≤ lat_max and lon_min ≤ lon ≤ lon_max (both ends inclusive).
     * ``first_per_user``: keep, for each user, the **earliest** check-in (by time, not by line:
       SNAP lists a user's check-ins newest first) among those kept, i.e. inside the box when one is
-      given. This is our reading of seed 000 §VI-B "locations first checked-in by users within an
+      given. This is our reading of Gu et al., LE §VI-B "locations first checked-in by users within an
       area" (spec §6.2 item 8); ties in time keep the first line.
 
     Returns a dict of numpy arrays of equal length, in file order (sorted by user when
@@ -398,7 +399,7 @@ def _check_grid_size(W, H) -> tuple[int, int]:
 def checkin_instance(lat, lon, W: int, H: int, bbox, *, metric: str = "euclidean"):
     """The W×H grid over ``bbox`` as an :class:`~lpmech.instance.Instance` with the counts as prior.
 
-    Distances are in grid cells (seed 000 §VI-B: d normalised by d_min, cell = 1, unit ``"cell"``),
+    Distances are in grid cells (Gu et al., LE §VI-B: d normalised by d_min, cell = 1, unit ``"cell"``),
     ``metric`` is ``"euclidean"`` or ``"manhattan"``; cells are numbered row·W + col as in
     :func:`grid_counts`. The instance holds a dense m×m metric (m = W·H), so keep m to a few
     thousand; the LE scale path (:func:`lpmech.models.le.le_grid`) takes the counts directly.

@@ -1,4 +1,4 @@
-"""Frequency estimation and utility measures for local mechanisms (seed 000 §III-B and §V).
+"""Frequency estimation and utility measures for local mechanisms (Gu et al., LE §III-B and §V).
 
 Notation: a mechanism P (m×m, P[i, k] = Pr[report k | true i]); true counts c* (length m,
 n = Σ c*); reported counts c (c_k = number of users reporting k).

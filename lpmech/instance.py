@@ -6,8 +6,8 @@ builders (:func:`grid`, :func:`points`, :func:`latlon`, :func:`from_graph`, :fun
 validate what they are given and raise :class:`~lpmech.errors.InputError` with a message that says
 what is wrong and what to do.
 
-Notation follows seed 002 §1: K locations v_1..v_K, metric d (the Geo-Ind distance), prior p over the
-real locations, loss L[i, k] of reporting v_k when the real location is v_i (the OMG objective (4)
+Notation follows Qiu et al., LR-Geo §1: K locations v_1..v_K, metric d (the Geo-Ind distance), prior p
+over the real locations, loss L[i, k] of reporting v_k when the real location is v_i (the OMG objective (4)
 is Σ_i p_i Σ_k L[i, k] z[i, k]), and neighbour threshold γ of (ε, γ)-Geo-Ind (Def. 2.1).
 """
 
@@ -495,7 +495,7 @@ def from_matrix(distances, *, allow_nonmetric: bool = False, unit: str = "", pri
 
 
 def travel_cost_loss(travel_cost, targets=None) -> np.ndarray:
-    """Loss of seed 002 eq. (5) without p_i: L[i, k] = Σ_l q_l |tc(v_i, v_l) − tc(v_k, v_l)|.
+    """Loss of Qiu et al., LR-Geo eq. (5) without p_i: L[i, k] = Σ_l q_l |tc(v_i, v_l) − tc(v_k, v_l)|.
 
     ``travel_cost`` is the K×K travel cost (need not be symmetric); ``targets`` the target prior q
     (uniform by default).

@@ -1,13 +1,13 @@
 """Mechanisms (row-stochastic matrices) and their privacy certifiers.
 
-A :class:`Mechanism` is a validated K×n matrix Z with Z[i, k] = Pr[report k | true i] (seed 002 §1).
+A :class:`Mechanism` is a validated K×n matrix Z with Z[i, k] = Pr[report k | true i] (Qiu et al., LR-Geo §1).
 The certifiers compute what the matrix *really* satisfies:
 
-* :func:`realized_epsilon`: the smallest ε for which Z is (ε, γ)-Geo-Ind (seed 002 Def. 2.1, eq. (1)),
+* :func:`realized_epsilon`: the smallest ε for which Z is (ε, γ)-Geo-Ind (Qiu et al., LR-Geo Def. 2.1, (1)),
   i.e. Z[i, k] ≤ e^{ε d_ij} Z[j, k] for every neighbour pair d_ij ≤ γ and every output k. With
   γ = ∞ this is d-privacy (metric LDP); with d ≡ 1 off the diagonal it is ε-LDP (:func:`ldp_epsilon`).
 * :func:`certify`: the realised ε, the worst violation max(Z[i,k] − e^{ε d_ij} Z[j,k]) at a target ε,
-  and the Geo-Ind violation ratio (32) and magnitude (33) of seed 002 §5.1.3.
+  and the Geo-Ind violation ratio (32) and magnitude (33) of Qiu et al., LR-Geo §5.1.3.
 
 Solver output goes through :func:`clean` (clip solver noise, repair tiny Geo-Ind violations, renormalise)
 before it is certified; see DESIGN "Numerics".
@@ -133,7 +133,7 @@ class Mechanism:
         return int(out) if out.ndim == 0 else out
 
     def expected_loss(self, prior, loss) -> float:
-        """Σ_i p_i Σ_k L[i, k] Z[i, k]: the expected loss under ``prior`` (seed 002 eq. (4))."""
+        """Σ_i p_i Σ_k L[i, k] Z[i, k]: the expected loss under ``prior`` (Qiu et al., LR-Geo eq. (4))."""
         p, L = np.asarray(prior, float), np.asarray(loss, float)
         if p.shape != (self.shape[0],) or L.shape != self.shape:
             raise InputError(f"prior {p.shape} / loss {L.shape} do not fit a {self.shape} mechanism")
@@ -418,7 +418,7 @@ def clean(raw, metric=None, epsilon: float | None = None, gamma: float = math.in
        * near-duplicate groups (connected through neighbour pairs with ε·d_ij ≤
          ``NEAR_DUPLICATE_EPS_D``) get one common row, the entrywise maximum of their rows;
        * the group rows are raised to the least matrix that satisfies every ratio of the quotient
-         metric d_q(A, B) = min_{a∈A, b∈B} d_ab (:func:`geo_ind_closure`; Thm 3.2 of seed 002),
+         metric d_q(A, B) = min_{a∈A, b∈B} d_ab (:func:`geo_ind_closure`; Thm 3.2 of Qiu et al., LR-Geo),
          then renormalised.
 
     Why groups. For d_ij = 0 Geo-Ind forces rows i and j to be *equal*; for a tiny d it forces them

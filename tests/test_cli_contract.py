@@ -94,6 +94,26 @@ def test_ctrl_c_stops_within_2_s(case):
 # -------------------------------------------------------------------------------- time limits
 
 
+@pytest.mark.parametrize("case", [
+    ("omg", "--grid", "10x10", "--prior", "random:3", "--method", "full", "--solver", "pyomo"),
+    ("omg", "--grid", "40x40"),
+    ("le", "--grid", "16x16", "--prior", "random:1", "--epsilon", "2", "--lp"),
+], ids=["pyomo-full", "omg-40x40", "le-lp"])
+def test_time_limit_holds_on_every_path(case):
+    """``--time-limit 1`` ends within max(1.1 T, T + 2 s) of the process's start on paths that
+    build for long (Pyomo's model, a 1,600-point instance, LE's support generation): exit 4 with
+    status time_limit, and a kept incumbent is certified."""
+    proc, t0 = _spawn(*case, "--time-limit", "1", "--json")
+    out, err = proc.communicate(timeout=60)
+    took = time.perf_counter() - t0
+    assert took <= 3.0, f"{took:.2f} s for --time-limit 1"
+    assert proc.returncode == 4, err
+    d = _one_json(out)
+    assert d["status"] == "time_limit" and d["exit_code"] == 4
+    if d.get("objective") is not None:
+        _check_incumbent(d, float(case[case.index("--epsilon") + 1]) if "--epsilon" in case else 1.0)
+
+
 @pytest.mark.parametrize("limit", [2.0, 5.0])
 def test_time_limit_holds_from_the_process_start_and_keeps_the_incumbent(limit):
     """``--time-limit T`` ends the run within max(1.1 T, T + 2 s) of its start (model building

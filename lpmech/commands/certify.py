@@ -2,12 +2,12 @@
 ``lip`` or ``mm``; exit 5 if it fails.
 
 * ``omg``: (ε, γ)-Geo-Ind against the saved metric (realised ε, worst violation, violation ratio
-  and magnitude, seed 002 eqs. (32)-(33)).
+  and magnitude, Qiu et al., LR-Geo eqs. (32)-(33)).
 * ``lrgeo``: each user's matrix (ε, γ)-Geo-Ind on the distances among its LR set (its rows), as
   :func:`lpmech.models.lrgeo.certify_users` checks it; the realised ε is the worst user's.
 * ``lip``: the file has no metric; the channel is certified under the notion it records (ε-LIP,
   latent-secret or bounded-prior LIP, ε-LDP, Pufferfish, DI, or CIP on the sum) with its priors.
-* ``mm``: Proposition 2 of seed 003 for the strategy and scales against the saved metric E.
+* ``mm``: Proposition 2 of Xiang et al., metric LDP for the strategy and scales against the saved metric E.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ def register(sub, common) -> None:
         help="re-certify a saved mechanism",
         description="Re-certify a mechanism saved by the --out of 'lpmech omg', 'lrgeo', 'lip' or "
                     "'mm': the realised epsilon and, for Geo-Ind files, the worst violation at the "
-                    "target epsilon and the violation ratio and magnitude (seed 002 eqs. "
+                    "target epsilon and the violation ratio and magnitude (Qiu et al., LR-Geo eqs. "
                     "(32)-(33)). An LR-Geo file is certified user by user on each LR set; a LIP "
                     "file (no metric) under the notion it records; a matrix-mechanism file by "
-                    "Proposition 2 of seed 003. Exit 5 when the realised epsilon exceeds the "
+                    "Proposition 2 of Xiang et al., metric LDP. Exit 5 when the realised epsilon "
+                    "exceeds the "
                     f"target by more than a factor 1+{EPS_RTOL:g}.")
     c.add_argument("file", metavar="FILE.npz", help="a mechanism saved by an lpmech --out")
     c.add_argument("--epsilon", type=float, help="target epsilon (default: the saved one)")

@@ -1,4 +1,4 @@
-"""``lpmech le``: the LE mechanism of seed 000 (local d-privacy for range queries and frequencies).
+"""``lpmech le``: the LE mechanism of Gu et al., LE (local d-privacy for range queries and frequencies).
 
 Small instances (any ``--grid/--points/--distances/--graph``) use the dense closed form with the
 certified realised ε (:func:`lpmech.models.le.solve`); a ``--grid`` with more than
@@ -30,12 +30,12 @@ MAX_LP_CELLS = 144
 def register(sub, common) -> None:
     import argparse
 
-    from ..cli import _EXIT_CODES, add_instance_arguments
+    from ..cli import _EXIT_CODES, TIME_LIMIT_HELP, add_instance_arguments
 
     p = sub.add_parser(
         "le", parents=[common], epilog=_EXIT_CODES,
-        help="LE mechanism (seed 000): local d-privacy for range queries and frequencies",
-        description="Build the linear-equations mechanism P = E diag(E^-1 1) (seed 000 (9)-(10)), "
+        help="LE mechanism (Gu et al., LE): local d-privacy for range queries and frequencies",
+        description="Build the linear-equations mechanism P = E diag(E^-1 1) (Gu et al., LE (9)-(10)), "
                     "certify its realised epsilon, report its co-location error and frequency MSE "
                     "under uniform data, optionally verify Theorem 1's KKT conditions and estimate "
                     "frequencies from reported counts. Exit 3 when E^-1 1 has negative entries "
@@ -61,9 +61,9 @@ def register(sub, common) -> None:
                    help="how the LP (8) is solved: auto (the full LP up to 64 cells, else support "
                         "generation), full, support, outputs or decomposition")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="time limit of the LP (8) solves (with --lp, or for a prior LE is not "
-                        "optimal for); reaching it without a certified optimum is exit 4. LE's "
-                        "closed form and the grid scale path solve no LP")
+                   help=TIME_LIMIT_HELP + ". It bounds the LP (8) solves (with --lp, or for a "
+                        "prior LE is not optimal for); LE's closed form and the grid scale path "
+                        "solve no LP")
     p.add_argument("--estimate", metavar="FILE",
                    help="reported counts (one per location, .npy or one-column CSV): estimate the "
                         "true counts with the inversion estimator (15)")
@@ -90,13 +90,13 @@ def _large_grid(args):
 def cmd_le(args) -> int:
     from .. import io as lpio
     from ..cli import (
-        exit_code_for,
-        finish,
-        json_on_error,
-        load_instance,
-        print_json,
-        solver_log_to_stderr,
-    )
+    exit_code_for,
+    finish,
+    json_on_error,
+    load_instance,
+    print_json,
+    solver_log_to_stderr,
+)
     from ..instance import check_seed
     from ..models import le as L
 

@@ -1,4 +1,4 @@
-"""``lpmech lip``: the certified optimal LIP channel for one user (seeds 001 and 004).
+"""``lpmech lip``: the certified optimal LIP channel for one user (Jiang, Li & Tandon's LIP papers).
 
 Examples::
 
@@ -26,12 +26,15 @@ _MODES = ("verified", "paper")
 
 
 def register(sub, common) -> None:
+    from ..cli import TIME_LIMIT_HELP
+
     p = sub.add_parser(
         "lip", parents=[common],
         help="optimal local information privacy (LIP) channel, certified",
         description="Design the per-user channel minimising the MSE of the MMSE estimator (or MAE / "
                     "Hamming) under eps-LIP, latent-secret LIP, bounded-prior LIP, eps-LDP or "
-                    "Pufferfish (seeds 001/004). Verified mode certifies the realised epsilon and a "
+                    "Pufferfish (Jiang, Li & Tandon's LIP papers). Verified mode certifies the "
+                    "realised epsilon and a "
                     "global bound (exact vertex method for d <= 8); paper mode reports the papers' "
                     "closed form and whether it really satisfies eps-LIP.")
     src = p.add_argument_group("prior (choose one)").add_mutually_exclusive_group(required=True)
@@ -78,7 +81,7 @@ def register(sub, common) -> None:
                         "auto above 5000 users)")
     p.add_argument("--seed", type=int, default=0, help="seed of the local solve's random starts")
     p.add_argument("--time-limit", type=float, metavar="SEC",
-                   help="solver time limit; a stop without a certified optimum exits 4")
+                   help=TIME_LIMIT_HELP)
     p.add_argument("--out", metavar="FILE.npz",
                    help="save the certified channel, its notion, epsilon and prior(s) (written "
                         "atomically, only when the exit code is 0; 'lpmech certify' reads it)")

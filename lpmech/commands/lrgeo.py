@@ -1,4 +1,4 @@
-"""``lpmech lrgeo``: LR-Geo (seed 002 §4) on the Rome road grid or a synthetic road grid.
+"""``lpmech lrgeo``: LR-Geo (Qiu et al., LR-Geo §4) on the Rome road grid or a synthetic road grid.
 
 Solves CLR-Geo for a set of users by Benders (progress per iteration in the log with ``-v``),
 certifies every user's matrix, and reports the expected cost, Benders' bounds, the relaxed lower
@@ -16,10 +16,12 @@ from ..solvers.highs import METHODS
 
 
 def register(sub, common) -> None:
+    from ..cli import TIME_LIMIT_HELP
+
     p = sub.add_parser(
         "lrgeo", parents=[common],
         help="LR-Geo: locally relevant geo-obfuscation with CLR-Geo solved by Benders",
-        description="LR-Geo (seed 002 §4): per-user locally relevant LPs tied by exponential "
+        description="LR-Geo (Qiu et al., LR-Geo §4): per-user locally relevant LPs tied by exponential "
                     "entries, solved jointly (CLR-Geo) by Benders' decomposition. Distances in km, "
                     "epsilon per km. Without --rome-dir the instance is a synthetic road grid "
                     "shaped like the Rome default.")
@@ -74,7 +76,7 @@ def register(sub, common) -> None:
                    help="Benders iteration cap (default 100); reaching it without a certified optimum "
                         "is status iteration_limit, exit 4")
     s.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="wall-clock limit; reaching it without a certified optimum is exit 4")
+                   help=TIME_LIMIT_HELP)
     s.add_argument("--retain-after", default="auto", metavar="N|auto|never",
                    help="Benders block passes after which every user's block joins the master (the "
                         "whole LP, certified); auto (default): 1 for LPs up to 1e6 nonzeros, else "

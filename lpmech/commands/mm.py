@@ -1,4 +1,4 @@
-"""``lpmech mm``: the metric-LDP mechanisms of seed 003.
+"""``lpmech mm``: the metric-LDP mechanisms of Xiang et al., metric LDP.
 
 Two mechanisms (``--mechanism``):
 
@@ -37,7 +37,7 @@ _RANGE_ONLY = ("sizes", "data", "zipf", "ranges", "random_ranges", "quantiles", 
                "seed", "repeat", "delta")
 
 _DESCRIPTION = """\
-Metric-LDP mechanisms of seed 003 (Xiang et al.).
+Metric-LDP mechanisms of Xiang et al., metric LDP (Xiang et al.).
 
 --mechanism laplace (default): solve the scale program of the Laplace matrix mechanism A h_x + Lap(s)
 under an E-LDP metric (§3): program (2) for frequencies, or program (1) for a fixed strategy A with
@@ -59,13 +59,13 @@ Values and ranges are 0-based: x[d] in 0..m_d-1, a range is (l, r) inclusive."""
 
 
 def register(sub, common) -> None:
-    from ..cli import _EXIT_CODES
+    from ..cli import _EXIT_CODES, TIME_LIMIT_HELP
 
     p = sub.add_parser(
         "mm", parents=[common], epilog=_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="metric-LDP matrix mechanism (programs (1)/(2)) and the range/quantile mechanism "
-             "(seed 003)",
+             "(Xiang et al., metric LDP)",
         description=_DESCRIPTION)
     p.add_argument("--mechanism", choices=MECHANISMS, default="laplace",
                    help="laplace: the Laplace matrix mechanism of §3 (default); range: the "
@@ -106,7 +106,7 @@ def register(sub, common) -> None:
     lap.add_argument("--lazy", action=argparse.BooleanOptionalAction, default=None,
                      help="generate pair constraints lazily (default: when m > 60)")
     lap.add_argument("--time-limit", type=float, metavar="SECONDS",
-                     help="solver time limit; reaching it is an error (exit 4)")
+                     help=TIME_LIMIT_HELP)
     lap.add_argument("--out", metavar="FILE.npz",
                      help="save the certified strategy A, reconstruction B, scales s and the "
                           "metric (written atomically, only when the exit code is 0; 'lpmech "
@@ -538,7 +538,7 @@ def _quantiles(X, sizes, eps, ps, rng, args) -> list[dict]:
 def _print_range(out: dict) -> None:
     sizes = "x".join(map(str, out["sizes"]))
     lines = [
-        f"range mechanism (seed 003 §4) on [{sizes}], n = {out['n']} users ({out['data']}), "
+        f"range mechanism (Xiang et al. §4) on [{sizes}], n = {out['n']} users ({out['data']}), "
         f"epsilon {out['epsilon']:g}{', padded' if out['pad'] else ''}",
         f"  status               {out['status']} (nothing optimised)",
         f"  realised epsilon     {out['realized_epsilon']:.10g} per unit of L1 distance "

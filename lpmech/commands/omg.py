@@ -1,4 +1,4 @@
-"""``lpmech omg``: the optimal (ε, γ)-Geo-Ind mechanism (the OMG LP of seed 002 §2.3) for a grid,
+"""``lpmech omg``: the optimal (ε, γ)-Geo-Ind mechanism (the OMG LP of Qiu et al., LR-Geo §2.3) for a grid,
 a CSV of points (planar or lat/lon), a distance matrix or a weighted graph; prints a report or one
 JSON object, and optionally saves the certified mechanism (``--out``) and a plot (``--plot``).
 """
@@ -15,6 +15,7 @@ from .. import plotting
 from ..cli import (
     _EXIT_CODES,
     DEFAULT_GRID,
+    TIME_LIMIT_HELP,
     add_instance_arguments,
     exit_code_for,
     finish,
@@ -45,7 +46,8 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "omg", parents=[common], epilog=_EXIT_CODES,
         help="optimal (eps, gamma)-Geo-Ind mechanism (the OMG LP, exact at scale)",
-        description="Solve the OMG LP (seed 002 §2.3): the (eps, gamma)-Geo-Ind mechanism of least "
+        description="Solve the OMG LP (Qiu et al., LR-Geo §2.3): the (eps, gamma)-Geo-Ind "
+                    "mechanism of least "
                     "expected loss (loss = the metric) under the prior, with a certified realised "
                     "epsilon and a dual bound. Without an instance flag the instance is a "
                     f"{DEFAULT_GRID} grid.")
@@ -65,7 +67,7 @@ def register(sub, common) -> None:
                         "point + crossover; highs-choose: HiGHS decides; pyomo: the declarative "
                         "Pyomo model via appsi_highs")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="solver time limit; reaching it without a certified optimum is exit 4")
+                   help=TIME_LIMIT_HELP)
     p.add_argument("--max-loss", type=float, metavar="X",
                    help="utility requirement: expected loss <= X (below the optimum the model is "
                         "infeasible, exit 3)")

@@ -5,7 +5,7 @@ column v (length K = the number of inputs), optional forced zeros, and a certifi
 matrix. Rows are written in the well-scaled direction (every coefficient in [−1, 1]).
 
 * :class:`DPrivacy` — d-privacy / (ε, γ)-Geo-Ind on a metric: e^{−ε d_ij} v_i − v_j ≤ 0 for
-  d_ij ≤ γ (seed 002 eq. (1)); implied rows (a shorter pair chain exists) are left out, the
+  d_ij ≤ γ (Qiu et al., LR-Geo eq. (1)); implied rows (a shorter pair chain exists) are left out, the
   certificate checks every pair (a :class:`lpmech.design.geoind.GeoInd` built from a metric).
 * :class:`Factor` — a user factor matrix: F_ij v_i − v_j ≤ 0 for every F_ij > 0 (i ≠ j), with
   0 ≤ F ≤ 1. Every ratio notion is one (d-privacy: F = e^{−εd}; ε-LDP: F = e^{−ε}(1 − I)).
@@ -123,7 +123,8 @@ class Factor(GeoInd):
 
 
 class LDP(Factor):
-    """ε-LDP: e^{−ε} v_i − v_j ≤ 0 for all i ≠ j (seed 001 eq. (1)); realised ε by
+    """ε-LDP: e^{−ε} v_i − v_j ≤ 0 for all i ≠ j (Jiang, Li & Tandon, context-aware LIP, eq. (1));
+    realised ε by
     :func:`lpmech.mechanism.ldp_epsilon` over the outputs with mass."""
 
     name = "ldp"

@@ -1,11 +1,11 @@
 """The models, one sub-package per mechanism family; each builds a declarative model and solves it
 into a certified :class:`~lpmech.solvers.result.Result`.
 
-* :mod:`.omg` — the optimal (ε, γ)-Geo-Ind mechanism (seed 002 §2.3), exact at large K;
-* :mod:`.lrgeo` — LR-Geo and CLR-Geo by Benders (seed 002 §4);
-* :mod:`.le` — the linear-equations mechanism and LP (8)+(12) (seed 000);
-* :mod:`.matrix` — the matrix mechanism and range counting under metric LDP (seed 003);
-* :mod:`.lip` — LIP, bounded-prior and latent LIP, LDP, Pufferfish, DI (seeds 001, 004);
+* :mod:`.omg` — the optimal (ε, γ)-Geo-Ind mechanism (Qiu et al., LR-Geo §2.3), exact at large K;
+* :mod:`.lrgeo` — LR-Geo and CLR-Geo by Benders (Qiu et al., LR-Geo §4);
+* :mod:`.le` — the linear-equations mechanism and LP (8)+(12) (Gu et al., LE);
+* :mod:`.matrix` — the matrix mechanism and range counting under metric LDP (Xiang et al., metric LDP);
+* :mod:`.lip` — LIP, bounded-prior and latent LIP, LDP, Pufferfish, DI (Jiang, Li & Tandon's LIP papers);
 * :mod:`.baselines` — GRR, OUE, planar Laplace, exponential, geometric (for comparison);
 * :mod:`.common` — what the models share: a solver's point into a certified Result.
 

@@ -1,7 +1,7 @@
 """Closed-form baseline mechanisms, certified like every other mechanism of the package.
 
-* :func:`exponential`: exponential mechanism on the Geo-Ind distance d (seed 002 §8.2 "ExpMech").
-* :func:`planar_laplace`: planar Laplace noise snapped to the nearest location (seed 002 §8.2
+* :func:`exponential`: exponential mechanism on the Geo-Ind distance d (Qiu et al., LR-Geo §8.2 "ExpMech").
+* :func:`planar_laplace`: planar Laplace noise snapped to the nearest location (Qiu et al., LR-Geo §8.2
   "Laplace"), with the *exact* probability of each grid cell (1-D Laplace on a line).
 * :func:`geometric`: truncated geometric mechanism on a line.
 * :func:`randomized_response`: generalised randomised response (GRR), ε-LDP.
@@ -41,7 +41,7 @@ def exponential(instance: Instance, epsilon: float) -> Mechanism:
     """Exponential mechanism z_ik ∝ exp(−ε d_ik / 2) on the instance's metric d.
 
     McSherry & Talwar (FOCS 2007) with the distance as score, i.e. the "ExpMech" baseline of
-    seed 002 §8.2. The paper writes the cost c instead of d; we use d as decided in
+    Qiu et al., LR-Geo §8.2. The paper writes the cost c instead of d; we use d as decided in
     spec/seed002_lrgeo.md §9 item 11. It is ε-d-private whenever d satisfies the triangle
     inequality (any instance kind).
     """
@@ -54,7 +54,7 @@ def exponential(instance: Instance, epsilon: float) -> Mechanism:
 def planar_laplace(instance: Instance, epsilon: float) -> Mechanism:
     """Planar Laplace noise added to the true location, snapped to the nearest location.
 
-    Andrés et al., "Geo-indistinguishability", CCS 2013; the "Laplace" baseline of seed 002 §8.2
+    Andrés et al., "Geo-indistinguishability", CCS 2013; the "Laplace" baseline of Qiu et al., LR-Geo §8.2
     (spec/seed002_lrgeo.md §9 item 12). The noise has density ε²/(2π) e^{−ε r}.
 
     * ``grid``: exact. The snapping regions are the grid's squares, the boundary cells extending
@@ -264,14 +264,14 @@ def _log_slope(y: float, x: float) -> float:
     return math.log(y) - math.log(x)
 
 
-# ------------------------------------------- seed 000 baselines (LE comparisons, issue 5)
-# RR is :func:`randomized_response` (denominator e^ε + m − 1, the corrected form of seed 000 §VI)
+# ------------------------------------------- Gu et al., LE baselines (LE comparisons, issue 5)
+# RR is :func:`randomized_response` (denominator e^ε + m − 1, the corrected form of Gu et al., LE §VI)
 # and EM with ε/2 is :func:`exponential`; below: RR certified under d-privacy, OUE, and planar
 # Laplace sampled continuously on large grids.
 
 
 def randomized_response_dprivate(instance: Instance, epsilon: float) -> Mechanism:
-    """GRR at ε certified under ε-d-privacy on the instance's metric (seed 000 §VI).
+    """GRR at ε certified under ε-d-privacy on the instance's metric (Gu et al., LE §VI).
 
     An ε-LDP matrix is ε-d-private when every distance is ≥ 1 (after the seed's normalisation
     d ← d/d_min); its realised d-privacy ε is ε/d_min. A metric with d_min < 1 fails the
@@ -290,7 +290,7 @@ class UnaryEncoding:
     A user with value x sends m bits: bit x is 1 with probability p = 1/2, every other bit is 1
     with probability q = 1/(e^ε + 1). The server counts c_k = number of reports with bit k set and
     estimates ĉ_k = (c_k − n q)/(p − q). Its output is a bit vector, not a value, so it has no
-    range-query error (seed 000 §VI). ``certificate`` holds the realised LDP ε,
+    range-query error (Gu et al., LE §VI). ``certificate`` holds the realised LDP ε,
     ln[p(1−q) / ((1−p) q)] (the worst output differs from two inputs in their two bits).
     """
 
@@ -322,7 +322,7 @@ class UnaryEncoding:
         return (np.asarray(counts, float) - n * self.q) / (self.p - self.q)
 
     def mse(self, n: float) -> float:
-        """Total MSE Σ_k Var(ĉ_k) = n m q(1−q)/(p−q)² + n(1−p−q)/(p−q) (seed 000 (22) with a=p, b=q)."""
+        """Total MSE Σ_k Var(ĉ_k) = n m q(1−q)/(p−q)² + n(1−p−q)/(p−q) (Gu et al., LE (22) with a=p, b=q)."""
         p, q = self.p, self.q
         return n * self.m * q * (1 - q) / (p - q) ** 2 + n * (1 - p - q) / (p - q)
 
@@ -338,7 +338,7 @@ def planar_laplace_sample(rows, cols, W: int, H: int, epsilon: float,
 
     Each true cell centre (row, col) gets noise of radius Gamma(2, 1/ε) at a uniform angle and is
     snapped to the nearest cell, clamped to the grid (the mass beyond the border lands on the
-    border cells, as in :func:`planar_laplace`; seed 000 spec §6.2 item 7, no discretisation
+    border cells, as in :func:`planar_laplace`; Gu et al., LE spec §6.2 item 7, no discretisation
     correction). It is ε-Geo-Ind (post-processing); use it where the exact matrix of
     :func:`planar_laplace` is too large. Returns the reported (rows, cols).
     """

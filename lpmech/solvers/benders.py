@@ -1,4 +1,4 @@
-"""A generic Benders driver for block-angular LPs (seed 002 §4.4, App. C, eqs. (80)–(86)).
+"""A generic Benders driver for block-angular LPs (Qiu et al., LR-Geo §4.4, App. C, eqs. (80)–(86)).
 
 The problem is ::
 

@@ -1,4 +1,4 @@
-"""LE (seed 000 §IV–V): the linear-equations mechanism, LP (8)+(12), the KKT certificate of
+"""LE (Gu et al., LE §IV–V): the linear-equations mechanism, LP (8)+(12), the KKT certificate of
 Theorem 1, and the grid (FFT/CG, Kronecker) paths (:mod:`.le_mechanism`).
 
 ``from lpmech.models import le`` then ``le.solve(...)``, ``le.le(...)``: the package re-exports the

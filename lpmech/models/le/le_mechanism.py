@@ -1,4 +1,4 @@
-"""LE: the linear-equations mechanism for local d-privacy (seed 000 §IV, eqs. (8)–(14)).
+"""LE: the linear-equations mechanism for local d-privacy (Gu et al., LE §IV, eqs. (8)–(14)).
 
 Seed 000 (Gu, Li, Cao, Xiong, CNS 2019) makes every privacy row of the design problem (8) tight
 against the diagonal of its column, p_jk = e^{−ε d_jk} p_kk (9); the row sums then give
@@ -13,7 +13,7 @@ against the diagonal of its column, p_jk = e^{−ε d_jk} p_kk (9); the row sums
 * :func:`build_pyomo` / :func:`build_lp`: the design problem (8) with the co-location objective
   (12) (r = 0) or any range radius r and prior weights w: minimise Error_range (6)
   = Σ_i w_i Σ_k 1[d_ik > r] p_ik, with the well-scaled rows e^{−ε d_ij} p_ik − p_jk ≤ 0. It is the
-  OMG LP of seed 002 with the range loss, so both builders reuse :mod:`lpmech.models.omg`.
+  OMG LP of Qiu et al., LR-Geo with the range loss, so both builders reuse :mod:`lpmech.models.omg`.
 * :func:`kkt` verifies Theorem 1 with the multipliers (14) (λ = E⁻¹w, μ_ij^(i) = λ_j e^{−ε d_ij})
   and reports stationarity, primal/dual feasibility and complementary slackness residuals; the
   Lagrangian bound of those multipliers certifies LE's optimality. For a weighted objective
@@ -786,7 +786,7 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
 
 
 class GridLE:
-    """LE on a W×H grid of unit cells without m×m matrices (m = W·H), seed 000 at Gowalla scale.
+    """LE on a W×H grid of unit cells without m×m matrices (m = W·H), Gu et al., LE at Gowalla scale.
 
     Cells are numbered row·W + col (as :func:`lpmech.instance.grid` and
     :func:`lpmech.datasets.grid_counts`); distances are in cells, Euclidean or Manhattan.

@@ -1,4 +1,4 @@
-"""LIP (seeds 001, 004): ε-LIP, latent-secret and bounded-prior LIP, LDP, Pufferfish, DI.
+"""LIP (Jiang, Li & Tandon's LIP papers): ε-LIP, latent-secret and bounded-prior LIP, LDP, Pufferfish, DI.
 
 * :mod:`.lip` — the notions' linear rows per output column and their certifiers;
 * :mod:`.lip_solve` — :func:`solve`, the certified optimum (above the other modules), and LH;

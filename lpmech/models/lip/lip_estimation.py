@@ -1,4 +1,4 @@
-"""Estimators and exact per-user MSE for LIP data aggregation (seeds 001 and 004).
+"""Estimators and exact per-user MSE for LIP data aggregation (Jiang, Li & Tandon's LIP papers).
 
 Every task is a *value matrix* V (d × r): user i contributes f(X_i) = V[X_i] ∈ R^r to the aggregate.
 

@@ -1,4 +1,4 @@
-"""Solvers of the LIP MMSE design problem (seeds 001/004; spec §4.7, §6).
+"""Solvers of the LIP MMSE design problem (Jiang, Li & Tandon's LIP papers; spec §4.7, §6).
 
 Maximise the worst-case utility min_θ (Σ_k φ_θ(q_k) − E_θ‖V‖²) (= −max MSE of the MMSE estimator)
 over channels Q whose output columns lie in the privacy cone K = {c ≥ 0 : A c ≤ 0} of

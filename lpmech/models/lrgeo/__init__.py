@@ -1,4 +1,4 @@
-"""LR-Geo (seed 002 §4): LR sets, LR-OMG, exponential ties, CLR-Geo by Benders (:mod:`.lrgeo`).
+"""LR-Geo (Qiu et al., LR-Geo §4): LR sets, LR-OMG, exponential ties, CLR-Geo by Benders (:mod:`.lrgeo`).
 
 ``from lpmech.models import lrgeo`` then ``lrgeo.solve(...)``: the package re-exports the public API
 of :mod:`.lrgeo` (its ``__all__``) and forwards any other attribute to that module. To monkeypatch an

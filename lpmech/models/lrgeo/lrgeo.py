@@ -1,4 +1,4 @@
-"""LR-Geo: locally relevant geo-obfuscation (seed 002 §4, eqs. (11)–(31), (80)–(86)).
+"""LR-Geo: locally relevant geo-obfuscation (Qiu et al., LR-Geo §4, eqs. (11)–(31), (80)–(86)).
 
 Pieces, in the order of the paper:
 
@@ -954,7 +954,7 @@ def user_rows(res: Result) -> np.ndarray:
 
 def laplace_rows(grid, rows, epsilon: float, rng: np.random.Generator, *,
                  n_samples: int = 20_000) -> np.ndarray:
-    """Planar Laplace then snap to the nearest cell (seed 002 §8.2 "Laplace"), by Monte Carlo.
+    """Planar Laplace then snap to the nearest cell (Qiu et al., LR-Geo §8.2 "Laplace"), by Monte Carlo.
 
     For each true cell in ``rows``: ``n_samples`` noise vectors with radius ~ Gamma(2, 1/ε) km and a
     uniform angle are added on the sphere's tangent plane (exact for the density ε²/2π e^{−εr});

@@ -1,4 +1,4 @@
-"""The matrix mechanism under metric LDP (seed 003).
+"""The matrix mechanism under metric LDP (Xiang et al., metric LDP).
 
 * :mod:`.matrix_mechanism` — the Laplace matrix mechanism of §3: programs (1) and (2), E_S /
   prefix closed forms, strategy heuristic;

@@ -1,4 +1,4 @@
-"""Matrix mechanism under metric-based LDP (seed 003 §3).
+"""Matrix mechanism under metric-based LDP (Xiang et al., metric LDP §3).
 
 Every user with value x ∈ [m] reports 𝒜(x) = A h_x + Lap(s) (A: p×m strategy, s: Laplace scales);
 the collector answers the workload W (q×m) with q̂ = B Σ_i r_i where W = B A.

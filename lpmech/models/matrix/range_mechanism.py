@@ -1,4 +1,4 @@
-"""E_{L¹}-LDP range counting on [m_1]×…×[m_D] and quantiles (seed 003 §4).
+"""E_{L¹}-LDP range counting on [m_1]×…×[m_D] and quantiles (Xiang et al., metric LDP §4).
 
 Each user reports, per dimension d, the threshold bits b_d[k] = −1 for k < x[d], +1 otherwise, each
 flipped with probability p = 1/(e^ε+1) (§4.1; ε‖x−x'‖₁-LDP by Proposition 4). With o = Σ_i ⊗_d r_{i,d}
@@ -650,7 +650,7 @@ def quantile_error_bound(epsilon: float, n: int, m: int, delta: float, *, kind: 
 
 def zipf_values(n: int, sizes, rng: np.random.Generator, a: float = 1.1) -> np.ndarray:
     """n×D values, each coordinate independently from Zipf(a) truncated to [m_d]: P(v) ∝ (v+1)^−a
-    (0-based; seed 003 Fig. 2 uses a = 1.1, spec §5.16)."""
+    (0-based; Xiang et al., metric LDP Fig. 2 uses a = 1.1, spec §5.16)."""
     sizes = domain_sizes(sizes)
     if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
         raise InputError(f"the Zipf exponent must be a finite number >= 0, got {a!r}")
@@ -665,7 +665,8 @@ def zipf_values(n: int, sizes, rng: np.random.Generator, a: float = 1.1) -> np.n
 
 def random_ranges(Q: int, sizes, rng: np.random.Generator) -> np.ndarray:
     """Q×D×2 ranges, per dimension an interval drawn uniformly from the m(m+1)/2 intervals
-    [l, r] ⊆ [0, m−1] (seed 003 does not say how its 100 random ranges are drawn, spec §5.17)."""
+    [l, r] ⊆ [0, m−1] (Xiang et al., metric LDP, do not say how their 100 random ranges are drawn,
+    spec §5.17)."""
     sizes = domain_sizes(sizes)
     R = np.empty((int(Q), len(sizes), 2), np.int64)
     for d, m in enumerate(sizes):

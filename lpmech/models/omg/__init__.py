@@ -1,4 +1,4 @@
-"""OMG (seed 002 §2.3): the optimal (ε, γ)-Geo-Ind mechanism of least expected loss.
+"""OMG (Qiu et al., LR-Geo §2.3): the optimal (ε, γ)-Geo-Ind mechanism of least expected loss.
 
 * :mod:`.omg` — the full LP (vectorised sparse fast path and declarative Pyomo model) and
   :func:`solve`, which picks the method;

@@ -1,4 +1,4 @@
-"""OMG: the full geo-obfuscation LP over K locations (seed 002 §2.3, eqs. (1)–(7))::
+"""OMG: the full geo-obfuscation LP over K locations (Qiu et al., LR-Geo §2.3, eqs. (1)–(7))::
 
     min_Z  Σ_i p_i Σ_k L[i,k] z[i,k]                                     (4), (6)
     s.t.   e^{−ε d_ij} z[i,k] − z[j,k] ≤ 0   ∀ (i, j): i ≠ j, d_ij ≤ γ,  ∀ k   (1), well-scaled form

@@ -1,7 +1,7 @@
 """OMG at scale: exact solves that never write all K³ Geo-Ind rows, and the δ-spanner approximation.
 
-The OMG LP (seed 002 (6)–(7)) couples the entries of one *output column* only: column k of Z must lie
-in the cone C = {v ≥ 0 : F_ij v_i ≤ v_j for every row (i, j)}, F_ij = e^{−ε d_ij}, and the only
+The OMG LP (Qiu et al., LR-Geo (6)–(7)) couples the entries of one *output column* only: column k of Z
+must lie in the cone C = {v ≥ 0 : F_ij v_i ≤ v_j for every row (i, j)}, F_ij = e^{−ε d_ij}, and the only
 constraints across columns are the K unit rows Σ_k z_ik = 1. Two exact paths use this:
 
 * :func:`solve_cutting_plane` — the whole LP with lazy rows (:class:`~lpmech.solvers.cutting_planes.
