@@ -117,7 +117,7 @@ def add_instance_arguments(p: argparse.ArgumentParser, *, default_grid: str = DE
 
 #: seconds a stopped run has to hand over its incumbent (after Ctrl-C, or at the deadline) before
 #: the command line ends it anyway; the deadline's grace is max(2 s, 10 % of the limit)
-STOP_GRACE = 1.5
+STOP_GRACE = 1.2
 
 
 class UsageError(InputError):
