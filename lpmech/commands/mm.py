@@ -198,11 +198,15 @@ def _metric(args):
         raise InputError("--m does not apply to --metric matrix (the matrix gives m)")
     if args.distances is None:
         raise InputError("--metric matrix needs --distances FILE")
-    d = read_distances(args.distances, allow_nonmetric=args.allow_nonmetric).metric
+    # d is checked once (triangle inequality included unless --allow-nonmetric); E = eps d is the
+    # one K×K array kept: ε > 0 scales a metric to a metric, so E is not checked again
+    d = read_distances(args.distances, allow_nonmetric=args.allow_nonmetric,
+                       verbose=getattr(args, "verbose", False)).metric
     E = eps * d
+    del d
     if not np.isfinite(E).all():
         raise InputError(f"--epsilon {eps:g} times the distances of {args.distances} overflows")
-    return mm.metric_from_matrix(E, eps, check_triangle=not args.allow_nonmetric)
+    return mm.metric_from_matrix(E, eps, check_triangle=False, copy=False)
 
 
 def _cmd_laplace(args) -> int:

@@ -125,10 +125,15 @@ def haar(m: int) -> np.ndarray:
     return H[np.abs(H).sum(axis=1) > 0]
 
 
-def check_matrix(M, name: str, m: int | None = None) -> np.ndarray:
-    """A finite, non-empty 2-D float array (with m columns when given)."""
+def _frozen_float(M) -> bool:
+    return isinstance(M, np.ndarray) and M.dtype == np.float64 and not M.flags.writeable
+
+
+def check_matrix(M, name: str, m: int | None = None, *, copy: bool = True) -> np.ndarray:
+    """A finite, non-empty 2-D float array (with m columns when given); ``copy=False`` keeps a
+    float64 array as it is."""
     try:
-        M = np.array(M, dtype=float)
+        M = np.array(M, dtype=float) if copy else np.asarray(M, dtype=float)
     except (TypeError, ValueError):
         raise InputError(f"{name} must be a numeric matrix") from None
     if M.ndim != 2 or M.size == 0:
@@ -255,17 +260,20 @@ def cell_coordinates(sizes: Sequence[int]) -> np.ndarray:
     return np.stack([g.ravel() for g in reversed(grids)], axis=1).astype(float)
 
 
-def metric_from_matrix(E, epsilon: float = 1.0, *, check_triangle: bool = True) -> Metric:
+def metric_from_matrix(E, epsilon: float = 1.0, *, check_triangle: bool = True,
+                       copy: bool = True) -> Metric:
     """A user metric (validated: finite, non-negative, symmetric, zero diagonal, triangle).
 
     A non-metric E loses nothing by being replaced with its shortest-path closure (likelihood
-    ratios chain, Proposition 1); pass ``check_triangle=False`` to use it as is.
+    ratios chain, Proposition 1); pass ``check_triangle=False`` to use it as is. ``copy=False``
+    validates a C-contiguous float64 E in place and keeps it (read-only) as the metric.
     """
-    E = np.array(validate_metric(E, check_triangle=check_triangle, name="metric E"))
-    pos = E[E > 0]
+    E = validate_metric(E, check_triangle=check_triangle, name="metric E", copy=copy)
     lo, hi = EPS_RANGE
-    if pos.size and not (lo <= pos.min() and pos.max() <= hi):
-        raise InputError(f"metric E has values in [{pos.min():g}, {pos.max():g}]: the Laplace scale "
+    top = float(E.max())
+    low = float(np.min(E, where=E > 0, initial=np.inf))
+    if top > 0 and not (lo <= low and top <= hi):
+        raise InputError(f"metric E has values in [{low:g}, {top:g}]: the Laplace scale "
                          f"program needs its positive values in [{lo:g}, {hi:g}] (its errors scale "
                          "as 1/E^2 and must stay finite doubles); rescale epsilon or the distances")
     return Metric(E, check_epsilon(epsilon), "matrix")
@@ -282,13 +290,39 @@ def _constant_rows(A: np.ndarray) -> np.ndarray:
     return np.ptp(A, axis=1) == 0
 
 
+def _is_identity(A: np.ndarray) -> bool:
+    """A == I_m, tested without building I_m (an m×m array at m = 8,192 is 0.5 GB)."""
+    return (A.ndim == 2 and A.shape[0] == A.shape[1] and np.count_nonzero(A) == A.shape[0]
+            and bool((np.diagonal(A) == 1.0).all()))
+
+
+def _row_step(m: int, budget: int = 32 * 2**20) -> int:
+    """Rows per block so that a few float64 blocks of m columns stay within ``budget`` bytes."""
+    return max(1, budget // (8 * max(m, 1)))
+
+
+def _loss_blocks(A: np.ndarray, u: np.ndarray):
+    """(r0, r1, rows r0:r1 of :func:`pair_loss`) in row blocks: no m×m array when A = I (program
+    (2)); other strategies get the whole matrix as one block."""
+    m = A.shape[1]
+    if not _is_identity(A):
+        yield 0, m, pair_loss(A, u)
+        return
+    step = _row_step(m)
+    for r0 in range(0, m, step):
+        r1 = min(r0 + step, m)
+        Lb = u[r0:r1, None] + u[None, :]
+        Lb[np.arange(r1 - r0), np.arange(r0, r1)] = 0.0
+        yield r0, r1, Lb
+
+
 def pair_loss(A: np.ndarray, u: np.ndarray) -> np.ndarray:
     """L[x, x'] = Σ_k u_k |A[k,x] − A[k,x']| for all pairs (the left side of Proposition 2 with
     u = 1/s). Vectorised: a Gram product for 0/1 strategies, chunked broadcasting otherwise."""
     A = np.asarray(A, float)
     u = np.asarray(u, float)
     p, m = A.shape
-    if p == m and np.array_equal(A, np.eye(m)):
+    if _is_identity(A):
         L = u[:, None] + u[None, :]
     elif np.isin(A, (0.0, 1.0)).all():  # |a − b| = a + b − 2ab on {0, 1}
         c = u @ A
@@ -330,22 +364,38 @@ def certify_strategy(A, s, metric, *, rtol: float = EPS_RTOL) -> PrivacyCertific
     L > E·(1 + rtol)."""
     metric = as_metric(metric)
     A = np.asarray(A, float)
-    L = privacy_loss(A, s)
-    if L.shape != metric.matrix.shape:
-        raise InputError(f"strategy has {A.shape[1]} columns but the metric is on {metric.m} values")
-    iu = np.triu_indices(metric.m, 1)
-    loss, E = L[iu], metric.matrix[iu]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(loss > 0, loss / E, 0.0)
-    t = float(ratio.max()) if ratio.size else 0.0
-    excess = loss - E
-    violated = loss > E * (1 + rtol)
+    m = metric.m
+    if A.ndim != 2 or A.shape[1] != m:
+        raise InputError(f"strategy has {A.shape[1]} columns but the metric is on {m} values")
+    s = np.asarray(s, float)
+    if s.shape != (A.shape[0],) or not np.isfinite(s).all() or (s < 0).any():
+        raise InputError(f"scales s must be {A.shape[0]} finite non-negative numbers")
+    if ((s == 0) & ~_constant_rows(A)).any():  # no noise on a separating row: infinite loss
+        blocks = [(0, m, privacy_loss(A, s))]
+    else:
+        blocks = _loss_blocks(A, np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 0.0))
+    t, worst, n_pairs, n_viol, sum_viol = 0.0, -np.inf, 0, 0, 0.0
+    cols = np.arange(m)
+    for r0, r1, Lb in blocks:  # the pairs x < x', one block of rows at a time
+        upper = cols[None, :] > np.arange(r0, r1)[:, None]
+        loss, E = Lb[upper], metric.matrix[r0:r1][upper]
+        if not loss.size:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(loss > 0, loss / E, 0.0)
+        t = max(t, float(ratio.max()))
+        excess = loss - E
+        worst = max(worst, float(excess.max()))
+        violated = loss > E * (1 + rtol)
+        n_pairs += loss.size
+        n_viol += int(violated.sum())
+        sum_viol += float(excess[violated].sum())
     return PrivacyCertificate(
         notion="metric-ldp", realized_epsilon=t * metric.epsilon, target_epsilon=metric.epsilon,
-        gamma=math.inf, worst_violation=float(excess.max()) if excess.size else 0.0,
-        violation_ratio=float(violated.mean()) if violated.size else 0.0,
-        violation_magnitude=float(excess[violated].mean()) if violated.any() else 0.0,
-        n_constraints=int(loss.size), satisfied=t <= 1 + rtol, rtol=rtol)
+        gamma=math.inf, worst_violation=worst if n_pairs else 0.0,
+        violation_ratio=n_viol / n_pairs if n_pairs else 0.0,
+        violation_magnitude=sum_viol / n_viol if n_viol else 0.0,
+        n_constraints=int(n_pairs), satisfied=t <= 1 + rtol, rtol=rtol)
 
 
 # ------------------------------------------------------------------------ the mechanism (§3.1)
@@ -362,8 +412,11 @@ class MatrixMechanism:
     certificate: PrivacyCertificate | None = None
 
     def __post_init__(self):
-        self.A = check_matrix(self.A, "strategy A")
-        self.B = check_matrix(self.B, "reconstruction B")
+        # read-only float64 arrays (solve's, e.g. W = A = B = I_m of program (2)) are kept as they
+        # are: they cannot change under the certificate, and at m = 8,192 a copy is 0.5 GB
+        self.A = check_matrix(self.A, "strategy A", copy=not _frozen_float(self.A))
+        self.B = self.A if self.B is self.A else check_matrix(
+            self.B, "reconstruction B", copy=not _frozen_float(self.B))
         self.s = np.asarray(self.s, float)
         if self.B.shape[1] != self.A.shape[0]:
             raise InputError(f"B has {self.B.shape[1]} columns but A has {self.A.shape[0]} rows")
@@ -395,7 +448,7 @@ class MatrixMechanism:
 
     def query_variances(self, n: int) -> np.ndarray:
         """Var of each q̂_j: 2n Σ_k B[j,k]² s_k²."""
-        return 2.0 * n * (self.B ** 2) @ (self.s ** 2)
+        return 2.0 * n * np.einsum("jk,jk,k->j", self.B, self.B, self.s ** 2)
 
     def total_error(self, n: int) -> float:
         """Proposition 3: E‖q̂ − Wc‖² = 2n Σ_k s_k² ‖B[:,k]‖²."""
@@ -472,6 +525,35 @@ def _pair_rows(A: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> sp.csr_matrix:
     return M.tocsr()
 
 
+def _separate(A, u, E, k: int, tol: float):
+    """One pass over all pairs at u, in row blocks: (t, max excess, rows, cols) with t =
+    max_{x≠x'} L/E (L = :func:`pair_loss`), the excess L/E − 1 of each pair clipped at 0, and the
+    ``k`` pairs of largest excess of each row whose excess is above ``tol``."""
+    t, emax, rows, cols = 0.0, 0.0, [], []
+    for r0, r1, Lb in _loss_blocks(A, u):
+        Eb = E[r0:r1]
+        n = r1 - r0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            X = Lb / np.where(Eb > 0, Eb, np.inf)
+        X[np.arange(n), np.arange(r0, r1)] = 0.0
+        t = max(t, float(X.max()))
+        X -= 1.0
+        np.maximum(X, 0.0, out=X)
+        X[np.arange(n), np.arange(r0, r1)] = 0.0
+        emax = max(emax, float(X.max()))
+        if k < 1:
+            continue
+        top = np.argpartition(-X, k - 1, axis=1)[:, :k]
+        rr = np.repeat(np.arange(n), k)
+        cc = top.ravel()
+        keep = X[rr, cc] > tol
+        rows.append(rr[keep] + r0)
+        cols.append(cc[keep])
+    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    return t, emax, rows, cols
+
+
 def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None = None,
                  time_limit: float | None = None, tol: float = 1e-7, per_row: int = 3,
                  max_rounds: int = 100, warm_s=None):
@@ -491,11 +573,16 @@ def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None
     m = A.shape[1]
     if m < 2:
         raise InputError("the domain needs at least 2 values (m >= 2)")
-    iu = np.triu_indices(m, 1)
-    if (E[iu] <= 0).any():
-        i = int(np.argmin(E[iu]))
-        raise InfeasibleError(f"E({iu[0][i]}, {iu[1][i]}) = 0 for distinct values: no Laplace "
-                              "mechanism separates them with finite noise; merge the two values")
+    step = _row_step(m)
+    cols = np.arange(m)
+    for r0 in range(0, m, step):  # E(x, x') = 0 for x < x' (row blocks: no m×m mask)
+        r1 = min(r0 + step, m)
+        zero = (E[r0:r1] <= 0) & (cols[None, :] > np.arange(r0, r1)[:, None])
+        if zero.any():
+            i, j = np.argwhere(zero)[0]
+            raise InfeasibleError(f"E({r0 + i}, {j}) = 0 for distinct values: no Laplace "
+                                  "mechanism separates them with finite noise; merge the two "
+                                  "values")
     var = ~_constant_rows(A)
     Av, bv = A[var], beta[var]
     if (bv <= 0).any():
@@ -505,8 +592,13 @@ def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None
         return np.zeros(A.shape[0]), 0.0, 0.0, {"rounds": 0, "pairs_total": m * (m - 1) // 2,
                                                  "lazy": lazy, "pairs_used": 0, "time_s": 0.0}
     if lazy:
-        Einf = E + np.diag(np.full(m, np.inf))
-        pairs = {tuple(sorted((x, int(y)))) for x, y in enumerate(np.argmin(Einf, axis=1))}
+        nearest = np.empty(m, np.int64)
+        for r0 in range(0, m, step):  # each value's nearest neighbour, the diagonal left out
+            r1 = min(r0 + step, m)
+            Eb = np.array(E[r0:r1])
+            Eb[np.arange(r1 - r0), np.arange(r0, r1)] = np.inf
+            nearest[r0:r1] = np.argmin(Eb, axis=1)
+        pairs = {tuple(sorted((x, int(y)))) for x, y in enumerate(nearest)}
         for row in Av:
             pairs.add(tuple(sorted((int(np.argmax(row)), int(np.argmin(row))))))
         if warm_s is not None:
@@ -515,7 +607,7 @@ def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None
             pairs.update(map(tuple, tight.tolist()))
         PI, PJ = (np.array(col) for col in zip(*sorted(pairs)))
     else:
-        PI, PJ = iu
+        PI, PJ = np.triu_indices(m, 1)
     scale = obj_scale = None
     stats = {"rounds": 0, "pairs_total": m * (m - 1) // 2, "lazy": lazy, "solve_s": 0.0}
     while True:
@@ -546,32 +638,23 @@ def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None
         raise_for_status(res, "matrix-mechanism scale program")
         uv = scale * np.maximum(np.asarray(v.value, float), 1e-300)
         lam = obj_scale * np.asarray(con.dual_value, float) / e
-        L = pair_loss(Av, uv)
+        t, emax, rows, cols = _separate(Av, uv, E, min(per_row, m - 1), tol)
         if not lazy:
             break
-        excess = np.triu(L / np.where(E > 0, E, np.inf) - 1.0, 1)
-        excess = np.maximum(excess, excess.T)
-        if excess.max() <= tol:
+        if emax <= tol:
             break
         if stats["rounds"] >= max_rounds:
             log.warning("cutting planes stopped after %d rounds (max excess %.3g)",
-                        stats["rounds"], excess.max())
+                        stats["rounds"], emax)
             break
-        k = min(per_row, m - 1)
-        top = np.argpartition(-excess, k - 1, axis=1)[:, :k]
-        rows = np.repeat(np.arange(m), k)
-        cols = top.ravel()
-        keep = excess[rows, cols] > tol
-        new = {tuple(sorted(p)) for p in zip(rows[keep].tolist(), cols[keep].tolist())}
+        new = {tuple(sorted(p)) for p in zip(rows.tolist(), cols.tolist())}
         new -= set(zip(PI.tolist(), PJ.tolist()))
         log.info("round %d: %d pairs, max excess %.3g, adding %d", stats["rounds"], len(PI),
-                 excess.max(), len(new))
+                 emax, len(new))
         if not new:
             break
         NI, NJ = (np.array(col) for col in zip(*sorted(new)))
         PI, PJ = np.concatenate([PI, NI]), np.concatenate([PJ, NJ])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = float(np.max(np.where(E > 0, L / E, 0.0)))
     uv = uv / max(t, 1.0)  # onto the feasible set: the constraints are homogeneous in u
     s = np.zeros(A.shape[0])
     s[var] = 1.0 / uv
@@ -585,11 +668,11 @@ def solve_scales(A, beta, metric, *, solver: str = "CLARABEL", lazy: bool | None
 
 def _reconstruction(W: np.ndarray, A: np.ndarray) -> np.ndarray:
     """B = W A⁺ (forced when A is square and invertible); InputError if W ∉ rowspace(A)."""
+    if _is_identity(A):  # B = W exactly (no m³ product to check it)
+        return W
     tol = 1e-8 * max(1.0, np.abs(W).max())
     B = None
-    if A.shape[0] == A.shape[1] and np.array_equal(A, np.eye(len(A))):
-        B = W.copy()
-    elif A.shape[0] == A.shape[1]:  # W A⁻¹ by LU, no SVD; singular A falls through to A⁺
+    if A.shape[0] == A.shape[1]:  # W A⁻¹ by LU, no SVD; singular A falls through to A⁺
         try:
             B = np.linalg.solve(A.T, W.T).T
         except np.linalg.LinAlgError:
@@ -603,6 +686,11 @@ def _reconstruction(W: np.ndarray, A: np.ndarray) -> np.ndarray:
         raise InputError(f"the workload is not answerable from this strategy (max |BA − W| = "
                          f"{err:.3g}); choose a strategy whose rows span the workload's")
     return B
+
+
+def _column_norms2(B: np.ndarray) -> np.ndarray:
+    """‖B[:, k]‖² for every column, without a B² temporary."""
+    return np.einsum("ij,ij->j", B, B)
 
 
 def _weighted_reconstruction(W, A, s):
@@ -688,10 +776,17 @@ def solve(workload="identity", metric=None, *, strategy="identity", n: int = 1,
     if reconstruction not in ("pinv", "alternate"):
         raise InputError(f"reconstruction must be 'pinv' or 'alternate', got {reconstruction!r}")
     W = make_workload(workload, m)
-    A = make_strategy(strategy, m)
+    if isinstance(strategy, str) and strategy == "identity" and _is_identity(W):
+        A = W  # program (2): W = A = B = I_m, one read-only m×m array
+    else:
+        A = make_strategy(strategy, m)
     B = _reconstruction(W, A)
-    used = (np.abs(B) > 1e-12).any(axis=0) | _constant_rows(A)
-    A, B = A[used], B[:, used]
+    if B is A:
+        A.setflags(write=False)
+    else:
+        used = (np.abs(B) > 1e-12).any(axis=0) | _constant_rows(A)
+        if not used.all():
+            A, B = A[used], B[:, used]
     cf = closed_form(workload, strategy, metric, n)
     warm = None
     if metric.kind == "E_S" and A.shape == (m, m) and np.array_equal(A, np.eye(m)):
@@ -701,18 +796,17 @@ def solve(workload="identity", metric=None, *, strategy="identity", n: int = 1,
     if warm is not None and len(warm) != A.shape[0]:  # rows were dropped: no warm start
         warm = None
     kw = dict(solver=solver, lazy=lazy, time_limit=time_limit, **kwargs)
-    s, obj, bound, stats = solve_scales(A, 2.0 * n * (B ** 2).sum(axis=0), metric, warm_s=warm, **kw)
+    s, obj, bound, stats = solve_scales(A, 2.0 * n * _column_norms2(B), metric, warm_s=warm, **kw)
     history = [obj]
     if reconstruction == "alternate":
         for _ in range(alternations):
             B2 = _weighted_reconstruction(W, A, s)
-            s2, obj2, bound2, stats2 = solve_scales(A, 2.0 * n * (B2 ** 2).sum(axis=0), metric, **kw)
+            s2, obj2, bound2, stats2 = solve_scales(A, 2.0 * n * _column_norms2(B2), metric, **kw)
             if obj2 >= obj * (1 - 1e-9):
                 break
             B, s, obj, bound, stats = B2, s2, obj2, bound2, stats2
             history.append(obj)
-    name = "program (2)" if np.array_equal(W, np.eye(m)) and np.array_equal(A, np.eye(m)) \
-        else "program (1), fixed strategy"
+    name = "program (2)" if _is_identity(W) and _is_identity(A) else "program (1), fixed strategy"
     mech = MatrixMechanism(A, B, s, name=name)
     cert = certify_strategy(A, s, metric)
     res = Result(status="optimal", mechanism=mech, certificate=cert, stats=stats)
