@@ -917,11 +917,14 @@ class GridLE:
             if not lam.min() > 1e-12 * lam.max():
                 lam, self.stats["preconditioner"] = None, None
         self._pre = lam
+        self._pre_inv = None if lam is None else 1.0 / lam
 
     def _product(self, X: np.ndarray, shape, spec) -> np.ndarray:
-        """The circular product of the H×W array X with a torus spectrum, cut to the grid."""
-        y = sfft.irfft2(sfft.rfft2(X, s=shape, workers=-1) * spec, s=shape, workers=-1)
-        return y[:self.H, :self.W]
+        """The circular product of the H×W array X with a torus spectrum, cut to the grid (a
+        contiguous copy: the CG loop's dot products would otherwise copy the strided view)."""
+        F = sfft.rfft2(X, s=shape, workers=-1)
+        F *= spec
+        return np.ascontiguousarray(sfft.irfft2(F, s=shape, workers=-1)[:self.H, :self.W])
 
     def _apply(self, X: np.ndarray) -> np.ndarray:
         """E·X for an H×W array X (Euclidean), with the kernel truncated at ``truncation_radius``:
@@ -987,7 +990,7 @@ class GridLE:
             return R.copy()
         if self.stats["preconditioner"] == "chan":
             return sfft.irfft2(sfft.rfft2(R, workers=-1) / self._pre, s=R.shape, workers=-1)
-        return self._product(R, self._fshape, 1.0 / self._pre)
+        return self._product(R, self._fshape, self._pre_inv)
 
     def _pcg(self, B: np.ndarray, rtol: float) -> tuple[np.ndarray, int]:
         """Preconditioned conjugate gradients on H×W arrays (Hestenes–Stiefel, as
@@ -1005,7 +1008,8 @@ class GridLE:
             Q = self._apply(P)
             alpha = rz / float(np.vdot(P, Q))
             X += alpha * P
-            Rk -= alpha * Q
+            Q *= alpha
+            Rk -= Q
             if math.sqrt(float(np.vdot(Rk, Rk))) <= stop:
                 return X, it
             Z = self._precondition(Rk)
