@@ -23,8 +23,9 @@ against the diagonal of its column, p_jk = e^{−ε d_jk} p_kk (9); the row sums
   when the test passes, else the LP optimum (warm-started from LE when LE is feasible) and the gap
   of LE to it.
 * :class:`GridLE`: the scale path for a W×H grid (Euclidean or Manhattan metric in cells), never
-  forming an m×m matrix. E is block-Toeplitz: Euclidean solves use conjugate gradients (E is
-  symmetric positive definite: e^{−ε‖x‖} is a positive-definite kernel) with FFT products;
+  forming an m×m matrix. E is block-Toeplitz: Euclidean solves use preconditioned conjugate
+  gradients (E is symmetric positive definite: e^{−ε‖x‖} is a positive-definite kernel) with
+  FFT products on a torus of (H + R)×(W + R), R the kernel's 1e-16 cut-off radius;
   Manhattan uses E = E_H ⊗ E_W whose factors have tridiagonal inverses (exact, O(m)).
 
 Objective units: :func:`solve` reports the weighted co-location error 1 − Σ_k w_k p_kk (w the
@@ -89,7 +90,7 @@ FULL_LP_MAX = 64
 #: the Euclidean grid's conjugate gradients multiply by E with the kernel e^{−ε|n|} cut at the
 #: smallest radius R whose dropped entries (offsets within the grid) sum to at most this: an
 #: ∞-norm bound on the dropped part of E, below the FFT product's own round-off. The FFT torus is
-#: then (H + R)×(W + R) instead of (2H − 1)×(2W − 1): 4x fewer points at ε = 1 (R = 42) on
+#: then (H + R)×(W + R) instead of (2H − 1)×(2W − 1): 3.4x fewer points at ε = 1 (R = 43) on
 #: 1000×1000. The residual ‖E p − 1‖∞ is measured with every entry
 TRUNCATION_TOL = 1e-16
 #: relative residual of the Hutchinson probes' solves in :meth:`GridLE.mse_theory`: a probe's value
@@ -804,9 +805,16 @@ class GridLE:
     * ``metric="manhattan"``: E = E_H ⊗ E_W with E_n = [ρ^{|a−b|}] (ρ = e^{−ε}), whose inverse is
       tridiagonal (spec §2.4); p = p_H ⊗ p_W > 0 in closed form and E⁻¹x costs O(m) exactly.
     * ``metric="euclidean"``: E is symmetric block-Toeplitz with Toeplitz blocks and positive
-      definite, so E⁻¹b is computed by conjugate gradients (``rtol`` on the residual) with E·x by
-      a zero-padded real FFT, O(m log m) per product; the residual ‖E p − 1‖∞ is re-measured and
-      kept in ``stats`` (it is the row-sum error of P = E·diag(p)).
+      definite, so E⁻¹b is computed by preconditioned conjugate gradients (``rtol`` on the
+      residual). Each product E·x is a real FFT on an (H + R)×(W + R) torus, the kernel cut at
+      the radius R (``stats["truncation_radius"]``, 43 at ε = 1) beyond which its entries sum to
+      ≤ :data:`TRUNCATION_TOL` = 1e-16; the preconditioner is the inverse of the circulant of the
+      periodised kernel on the same torus, restricted to the grid (``stats["preconditioner"]``:
+      "torus", or T. Chan's H×W circulant where that symbol is not resolved). O(m log m) per
+      iteration, about 10 iterations to 1e-12 at ε = 1 whatever the size (1000×1000: 10 for
+      p, 7 per Hutchinson probe at 1e-8). The residual ‖E p − 1‖∞ is re-measured with every
+      kernel entry (a zero-padded FFT on the (2H−1)×(2W−1) torus) and kept in ``stats`` (it is
+      the row-sum error of P = E·diag(p)).
 
     Privacy: with p ≥ 0, Prop. 1 gives p_ik/p_jk = e^{ε(d_jk − d_ik)} ≤ e^{ε d_ij} by the triangle
     inequality, with equality at k = i: the realised ε is exactly ε, so :attr:`certificate` is
