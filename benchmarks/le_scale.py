@@ -12,9 +12,10 @@ For each s×s unit grid (ε = 1 per cell by default) time the work of ``lpmech l
   ``cg`` to 1e-12 for every solve. Its time is capped (``--cap`` seconds): past the cap its
   remaining probes are extrapolated from the mean of those it ran (column ``start_extrapolated``).
 
-Printed and written per size: time, CG iterations, peak of traced allocations (tracemalloc: NumPy
-arrays; FFT scratch is not traced), the ratio start/new, and the agreement of p and of the MSE.
-The machine is shared: read the ratio (both paths in one process, alternately), not the seconds.
+Printed and written per size: wall time, CG iterations, peak of traced allocations (tracemalloc:
+NumPy arrays; FFT scratch is not traced), the ratios start/new of wall and of CPU time (all
+threads; less sensitive than wall time to other processes on a shared machine), and the agreement
+of p and of the MSE. Read the ratios (both paths in one process), not the seconds.
 Writes ``benchmarks/results/le_scale.csv`` and ``.png``.
 
     python benchmarks/le_scale.py [--sizes 100 200 500 1000] [--max 2000] [--cap 300] [--epsilon 1]
@@ -98,7 +99,8 @@ class StartPath:
 
 
 def run_start(s, eps, seed, cap):
-    """The start path's CLI work; returns (time, iterations, p, mse, se, extrapolated)."""
+    """The start path's CLI work; returns (time, iterations, p, mse, se, extrapolation factor of
+    the time (1.0: every probe ran), residual)."""
     t0 = time.perf_counter()
     g = StartPath(s, s, eps)
     p_iters = g.iterations
@@ -116,7 +118,7 @@ def run_start(s, eps, seed, cap):
         vals.append(np.sum((sq * g.solve(z)) ** 2))
         t_probes.append(time.perf_counter() - tp)
     g.range_error0(c)
-    t = time.perf_counter() - t0
+    t = t_run = time.perf_counter() - t0
     iters = g.iterations
     if extrapolated:
         left = PROBES - len(vals)
@@ -125,7 +127,7 @@ def run_start(s, eps, seed, cap):
     vals = np.asarray(vals)
     mse = float(vals.mean() - c.sum())
     se = float(vals.std(ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else math.nan
-    return t, iters, g.p, mse, se, extrapolated, g.residual
+    return t, iters, g.p, mse, se, t / t_run, g.residual
 
 
 def run_new(s, eps, seed):
@@ -138,10 +140,12 @@ def run_new(s, eps, seed):
 
 
 def traced(fn, *a):
+    """fn(*a), the peak of its traced allocations (MB) and its CPU time (all threads, s)."""
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
+    c0 = time.process_time()
     out = fn(*a)
-    return out, (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    return out, (tracemalloc.get_traced_memory()[1] - base) / 2**20, time.process_time() - c0
 
 
 def main(argv=None):
@@ -154,30 +158,36 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     sizes = sorted(set(args.sizes + ([args.max] if args.max else [])))
+    if min(sizes) ** 2 <= GridLE.dense_max:  # there mse_theory is exact (dense), not Hutchinson
+        ap.error(f"sizes must exceed {math.isqrt(GridLE.dense_max)} (m > GridLE.dense_max)")
     OUT.mkdir(exist_ok=True)
     tracemalloc.start()
     rows = []
     print(f"eps = {args.epsilon:g}, {PROBES} Hutchinson probes (the CLI's default)")
     print(f"{'m':>9} {'new s':>7} {'it':>4} {'MB':>6} {'start s':>8} {'it':>5} {'MB':>6} "
-          f"{'ratio':>6} {'max|dp|':>8} {'dmse/se':>8} {'residual':>9}")
+          f"{'ratio':>6} {'cpu ratio':>9} {'max|dp|':>8} {'dmse/se':>8} {'residual':>9}")
     for s in sizes:
-        (t_new, it_new, p_new, mse_new, se_new, st), mb_new = traced(run_new, s, args.epsilon,
-                                                                      args.seed)
-        (t_old, it_old, p_old, mse_old, _, extra, res_old), mb_old = traced(
+        (t_new, it_new, p_new, mse_new, se_new, st), mb_new, cpu_new = traced(
+            run_new, s, args.epsilon, args.seed)
+        (t_old, it_old, p_old, mse_old, _, extra, res_old), mb_old, cpu_old = traced(
             run_start, s, args.epsilon, args.seed, args.cap)
+        cpu_old *= extra  # the probes not run, at the rate of those run (1 when all ran)
         row = dict(m=s * s, grid=f"{s}x{s}", epsilon=args.epsilon, new_s=t_new,
                    new_cg_iterations=it_new, new_peak_traced_mb=mb_new,
-                   new_torus=f"{st.get('truncation_radius')}", new_residual=st["residual"],
+                   new_truncation_radius=st.get("truncation_radius"), new_residual=st["residual"],
                    start_s=t_old, start_cg_iterations=it_old, start_peak_traced_mb=mb_old,
-                   start_extrapolated=extra, start_residual=res_old, ratio_start_new=t_old / t_new,
+                   start_cpu_s=cpu_old, new_cpu_s=cpu_new, start_extrapolated=extra > 1,
+                   start_residual=res_old, ratio_start_new=t_old / t_new,
+                   ratio_cpu_start_new=cpu_old / cpu_new,
                    max_abs_dp=float(np.abs(p_new - p_old).max()),
                    mse_over_n=mse_new / s**2, mse_se_over_n=se_new / s**2,
-                   dmse_over_se=abs(mse_new - mse_old) / se_new if not extra else None)
+                   dmse_over_se=abs(mse_new - mse_old) / se_new if extra == 1 else None)
         rows.append(row)
         dm = "-" if row["dmse_over_se"] is None else f"{row['dmse_over_se']:.1e}"
-        print(f"{s * s:>9} {t_new:7.2f} {it_new:>4} {mb_new:6.0f} {t_old:8.2f}{'*' if extra else ' '}"
-              f"{it_old:>5} {mb_old:6.0f} {t_old / t_new:6.1f} {row['max_abs_dp']:8.1e} {dm:>8} "
-              f"{st['residual']:9.1e}", flush=True)
+        print(f"{s * s:>9} {t_new:7.2f} {it_new:>4} {mb_new:6.0f} {t_old:8.2f}"
+              f"{'*' if extra > 1 else ' '}{it_old:>5} {mb_old:6.0f} {t_old / t_new:6.1f} "
+              f"{cpu_old / cpu_new:9.1f} {row['max_abs_dp']:8.1e} {dm:>8} {st['residual']:9.1e}",
+              flush=True)
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"(* start path past the {args.cap:g} s cap: remaining probes extrapolated; "
