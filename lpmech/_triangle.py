@@ -100,11 +100,13 @@ def _numpy_block(d: np.ndarray, i: int, j: int, b: int, bk: int) -> float:
     return float((d[rows, cols] - S).max())
 
 
-def block_excess(d: np.ndarray, bi: np.ndarray, bj: np.ndarray, b: int = BLOCK,
-                 bk: int = K_CHUNK) -> np.ndarray:
+def block_excess(d: np.ndarray, bi: np.ndarray, bj: np.ndarray, b: int | None = None,
+                 bk: int | None = None) -> np.ndarray:
     """Worst excess max_{i∈I, j∈J} d_ij − min_k (d_ik + d_jk) of each block pair (I, J) =
     (``bi[p]``, ``bj[p]``) of ``b`` indices each. ``d`` must be a C-contiguous, symmetric,
     finite, non-negative float64 array (as :func:`lpmech.instance.validate_metric` leaves it)."""
+    b = BLOCK if b is None else b
+    bk = K_CHUNK if bk is None else bk
     bi = np.ascontiguousarray(bi, np.int64)
     bj = np.ascontiguousarray(bj, np.int64)
     out = np.empty(len(bi))
