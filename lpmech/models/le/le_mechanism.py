@@ -58,9 +58,9 @@ from ...errors import (
 from ...instance import Instance
 from ...mechanism import Mechanism, PrivacyCertificate, check_epsilon
 from ...progress import Progress
-from ...solvers.result import Result, check_time_limit
+from ...solvers.result import STOPS, Result, check_time_limit
 from .. import omg
-from ..common import certified_mechanism, verbose_entry
+from ..common import certified_mechanism, reserve_certification, verbose_entry
 
 log = logging.getLogger(__name__)
 
@@ -759,7 +759,14 @@ def _solve_lp(instance, eps, lp_path, warm: Mechanism | None, time_limit, verbos
         from ...design.problem import Problem, certified_result
         from .le_support import solve_support
 
+        reserve_certification(inst.K)
         res = solve_support(inst, eps, tol=SUPPORT_TOL, time_limit=time_limit, verbose=verbose)
+        if res.status in STOPS and res.x is None and warm is not None:
+            # stopped before a core extended to every point: LE itself is the incumbent, with
+            # the bound of the support generation's last round
+            res.x = warm.matrix.ravel()
+            res.optimality = OptimalityCertificate.from_values(
+                math.fsum((C * warm.matrix).ravel()), res.stats.get("bound"))
         res = certified_result(res, Problem.make(notion, C, name="LP(8)"), res.x)
         res.stats.update(path="lp", engine_method="support", model="LP(8)", warm_start=None)
         return res

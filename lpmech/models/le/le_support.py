@@ -569,6 +569,9 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
     prog = Progress(f"LP(8) support generation m={m}", verbose=verbose, unit="round", logger=log)
     try:
         for rnd in range(1, int(max_rounds) + 1):
+            if halt.requested():
+                status = halt.requested()
+                break
             vertex = polish == (T.size, A.size)
             few = (0 if vertex or exact_next else sys.maxsize if CORE_ONCE
                    else max(CORE_FEW, int(CORE_FEW_FRAC * T.size * A.size)))
@@ -602,7 +605,7 @@ def solve_support(instance, epsilon: float, *, tol: float = 1e-7, start=None,
                           "time_s": time.perf_counter() - t0})
             prog.update(points=T.size, outputs=A.size, cost=W - gain, bound=W - upper, gap=gap,
                         blocked=blocked, fails=len(fails) - blocked, new=len(new))
-            if partial and not fails:
+            if partial and not fails and not halt.requested():
                 # the extension may end here: the rows the core's point violates re-solved
                 # locally, or else the same core again, every row
                 Zr = _repair(E, ET, w, T, A, ZT, pairs, deadline)
