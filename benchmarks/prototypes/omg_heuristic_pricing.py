@@ -338,20 +338,20 @@ def _plot(rows, path) -> None:
     parts = ("master_s", "exact_pricing_s", "heuristic_s")
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 4.5))
     x = np.arange(len(labels))
-    for off, path in ((-0.2, "today"), (0.2, "heuristic")):
-        rs = [r for r in rows if r["path"] == path]
+    for off, which in ((-0.2, "today"), (0.2, "heuristic")):
+        rs = [r for r in rows if r["path"] == which]
         bottom = np.zeros(len(rs))
         for p, col in zip(parts, ("C0", "C1", "C2")):
             h = np.array([r[p] for r in rs])
-            ax.bar(x + off, h, 0.38, bottom=bottom, color=col, alpha=1.0 if path == "heuristic" else 0.5,
-                   label=f"{path}: {p[:-2]}")
+            ax.bar(x + off, h, 0.38, bottom=bottom, color=col, alpha=1.0 if which == "heuristic" else 0.5,
+                   label=f"{which}: {p[:-2]}")
             bottom += h
         other = np.array([r["time_s"] for r in rs]) - bottom
         ax.bar(x + off, other, 0.38, bottom=bottom, color="grey",
-               alpha=1.0 if path == "heuristic" else 0.5, label=f"{path}: other")
+               alpha=1.0 if which == "heuristic" else 0.5, label=f"{which}: other")
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("time (s)")
-    ax.set_title("OMG decomposition: today (left) vs heuristic multi-tent pricing (right)")
+    ax.set_title("OMG decomposition: today (left) vs heuristic pricing (right)", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     save_figure(fig, path)
