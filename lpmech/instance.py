@@ -227,11 +227,11 @@ def validate_metric(
     if (diag > atol).any():
         i = int(np.argmax(diag))
         raise InputError(f"{name} must have a zero diagonal, but d[{i}, {i}] = {d[i, i]:g}")
-    for r0 in range(0, K, step):
-        asym = np.abs(d[r0:r0 + step] - d[:, r0:r0 + step].T)
+    for r0 in range(0, K, step):  # blocks of rows right of the diagonal against their mirror
+        asym = np.abs(d[r0:r0 + step, r0:] - d[r0:, r0:r0 + step].T)
         if (asym > atol).any():
             i, j = np.unravel_index(int(np.argmax(asym)), asym.shape)
-            i += r0
+            i, j = (i + r0, j + r0) if i + r0 < j + r0 else (j + r0, i + r0)
             raise InputError(f"{name} is not symmetric: d[{i}, {j}] = {d[i, j]:g} but "
                              f"d[{j}, {i}] = {d[j, i]:g}")
     for r0 in range(0, K, step):  # d = (d + dᵀ)/2 in place, one block row at a time
