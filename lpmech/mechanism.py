@@ -331,10 +331,12 @@ def certify(matrix, metric, epsilon: float, gamma: float = math.inf, *, tol: flo
             viol[np.arange(rows.size), rows, :] = -np.inf
         else:
             viol = np.where(mask[:, :, None], viol, -np.inf)
-        worst = max(worst, float(viol.max(initial=-np.inf)))
-        bad = viol > tol
-        n_bad += int(bad.sum())
-        total_bad += float(viol[bad].sum())
+        block_worst = float(viol.max(initial=-np.inf))
+        worst = max(worst, block_worst)
+        if block_worst > tol:  # (no violated row in the block: nothing to count)
+            bad = viol > tol
+            n_bad += int(bad.sum())
+            total_bad += float(viol[bad].sum())
         n += int(mask.sum()) * n_cols
     return PrivacyCertificate(
         notion=notion, realized_epsilon=real, target_epsilon=eps, gamma=float(gamma),

@@ -442,7 +442,7 @@ class ProcessPricer:
             except OSError:
                 pass
         for proc in self.procs:
-            proc.join(timeout=2)
+            proc.join(timeout=0 if stop.requested() else 2)  # stopped: no wait for a busy worker
             if proc.is_alive():
                 proc.kill()
                 proc.join()

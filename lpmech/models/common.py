@@ -52,9 +52,9 @@ def check_model_inputs(instance, epsilon, *, max_loss=None, method: str | None =
 
 
 #: seconds per K²·n of cleaning and certifying a K×n mechanism (:func:`certified_result`; measured
-#: at K = n = 1,024: 6.1 s alone on 2 cores, 5.7e-9 s per K³), doubled for a loaded machine: what a
-#: stopped solve reserves to hand over its incumbent
-CERTIFY_S = 1.2e-8
+#: at K = n = 1,024: 13.2 s on a loaded 2-core machine, 1.2e-8 s per K³; over 22 s on 2 pinned cores
+#: of a 16-core machine), with a margin: what a stopped solve reserves to hand over its incumbent
+CERTIFY_S = 3e-8
 
 
 def reserve_certification(K: int, n: int | None = None) -> None:
