@@ -921,8 +921,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                     prog.note("elastic penalty above %g: switching to feasibility cuts", MAX_PENALTY)
                 else:
                     prog.note("elastic penalty raised to %g (slack at the elastic optimum)", factor)
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = "time_limit"
+            if stop.requested() or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+                status = stop.requested() or "time_limit"
                 break
     finally:
         prog.close()
