@@ -122,3 +122,6 @@ def _process_docstring(app, what, name, obj, options, lines):
 def setup(app):
     app.connect("builder-inited", _figures)
     app.connect("autodoc-process-docstring", _process_docstring)
+
+# help texts name flags ("--grid"): no typographic dashes or quotes in the generated pages
+smartquotes = False
