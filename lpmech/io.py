@@ -215,18 +215,23 @@ class SavedMechanism:
         return self.mechanism.matrix
 
 
-def load_mechanism(path) -> SavedMechanism:
-    """Read a mechanism saved by :func:`save_result`; :class:`~lpmech.errors.InputError` for a
-    missing, unreadable or corrupt file, missing arrays, or a matrix that is not a mechanism."""
+def _saved_archive(path, writer: str) -> tuple[Path, dict]:
+    """``(path, arrays)`` of a saved-mechanism .npz; :class:`~lpmech.errors.InputError` naming
+    ``writer`` (what writes such a file) for a directory, a missing file or another format."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p} is a directory, not a file: give the saved .npz inside it")
     if not p.is_file():
         raise InputError(f"no such file: {p}")
     if p.suffix != ".npz":
-        raise InputError(f"{p} is not an .npz archive (a saved mechanism is written by "
-                         "'lpmech omg --out FILE.npz')")
-    arrays = load_numpy(p, "saved mechanism")
+        raise InputError(f"{p} is not an .npz archive (a saved mechanism is written by {writer})")
+    return p, load_numpy(p, "saved mechanism")
+
+
+def load_mechanism(path) -> SavedMechanism:
+    """Read a mechanism saved by :func:`save_result`; :class:`~lpmech.errors.InputError` for a
+    missing, unreadable or corrupt file, missing arrays, or a matrix that is not a mechanism."""
+    p, arrays = _saved_archive(path, "'lpmech omg --out FILE.npz'")
     missing = [k for k in REQUIRED_ARRAYS if k not in arrays]
     if missing:
         raise InputError(f"{p} is not a saved mechanism: missing array(s) {', '.join(missing)}")
@@ -349,15 +354,7 @@ def load_saved(path) -> tuple[str, dict]:
     kind ``"omg"`` (:func:`save_result`; arrays is then the :class:`SavedMechanism`), ``"lrgeo"``,
     ``"lip"`` or ``"mm"`` (the arrays of :func:`save_lrgeo`, :func:`save_lip`,
     :func:`save_matrix_mechanism`). :class:`~lpmech.errors.InputError` for anything else."""
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p} is a directory, not a file: give the saved .npz inside it")
-    if not p.is_file():
-        raise InputError(f"no such file: {p}")
-    if p.suffix != ".npz":
-        raise InputError(f"{p} is not an .npz archive (a saved mechanism is written by the --out "
-                         "of 'lpmech omg', 'lrgeo', 'lip' or 'mm')")
-    arrays = load_numpy(p, "saved mechanism")
+    p, arrays = _saved_archive(path, "the --out of 'lpmech omg', 'lrgeo', 'lip' or 'mm'")
     fmt = arrays.get("format")
     fmt = str(fmt) if fmt is not None and fmt.dtype.kind == "U" and fmt.ndim == 0 else None
     kind = FORMATS.get(fmt) if fmt is not None else ("omg" if "metric" in arrays else None)
