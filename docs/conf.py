@@ -59,7 +59,6 @@ intersphinx_mapping: dict[str, tuple[str, None]] = {}  # offline builds: no inve
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"lpmech {release}"
-html_static_path = ["_static"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

@@ -24,17 +24,27 @@ BLOCK = 32
 #: k per chunk of the sums (two rows of it stay in L1)
 K_CHUNK = 512
 
-try:  # pragma: no cover - exercised where numba is installed
-    import numba as _numba
-except ImportError:  # pragma: no cover
-    _numba = None
+#: the numba module once a check has asked for it (imported on first use: it adds about half a
+#: second and 100 MB to a process), None where it is not installed; ``...`` before the first use
+_numba = ...
+
+
+def _load():
+    global _numba
+    if _numba is ...:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is a dependency
+            numba = None
+        _numba = numba
+    return _numba
 
 _KERNEL = None
 
 
 def backend() -> str:
     """``"numba"`` when the compiled kernel is available, else ``"numpy"``."""
-    return "numba" if _numba is not None else "numpy"
+    return "numba" if _load() is not None else "numpy"
 
 
 def _compile():
@@ -44,7 +54,7 @@ def _compile():
     global _KERNEL
     if _KERNEL is not None:
         return _KERNEL
-    nb = _numba
+    nb = _load()
     big = int(np.array([np.inf]).view(np.int64)[0])
 
     @nb.njit(parallel=True, fastmath=True, cache=True, nogil=True)
@@ -110,7 +120,7 @@ def block_excess(d: np.ndarray, bi: np.ndarray, bj: np.ndarray, b: int | None = 
     bi = np.ascontiguousarray(bi, np.int64)
     bj = np.ascontiguousarray(bj, np.int64)
     out = np.empty(len(bi))
-    if _numba is not None:
+    if _load() is not None:
         _compile()(d, bi, bj, int(b), int(bk), out)
         return out
     workers = max(1, min(len(bi), os.cpu_count() or 1))
