@@ -118,6 +118,9 @@ def add_instance_arguments(p: argparse.ArgumentParser, *, default_grid: str = DE
 #: seconds a stopped run has to hand over its incumbent (after Ctrl-C, or at the deadline) before
 #: the command line ends it anyway; the deadline's grace is max(2 s, 10 % of the limit)
 STOP_GRACE = 1.2
+#: seconds before the deadline's end at which a command still running is ended (the report and the
+#: exit, on a loaded machine, take some of them)
+END_MARGIN = 0.5
 
 
 class UsageError(InputError):
@@ -213,7 +216,7 @@ class _Watch:
         """When the deadline's stop is requested: at the limit, or earlier by what handing over
         the incumbent needs to end before :meth:`_end` (the solve's :func:`lpmech.stop.reserve`
         for certifying it, and :data:`STOP_GRACE`), but not before half the limit."""
-        at = min(self.t0 + self.limit, self._end() - 0.25 - STOP_GRACE - stop.reserved())
+        at = min(self.t0 + self.limit, self._end() - END_MARGIN - STOP_GRACE - stop.reserved())
         return max(at, self.t0 + 0.5 * self.limit)
 
     def _sigint(self, signum, frame) -> None:
@@ -247,7 +250,7 @@ class _Watch:
                 now = time.monotonic()
                 if self.limit is not None and self.hard is None and now > self._stop_at():
                     stop.request("time_limit")
-                    self.hard = self._end() - 0.25
+                    self.hard = self._end() - END_MARGIN
                 if self.entry and self.hard is not None and now >= self.hard and worker.is_alive():
                     return self._abandon()
         finally:

@@ -260,8 +260,10 @@ def _attach(res: Result, problem: Problem, raw) -> None:
     res.mechanism = Mechanism(Z, name=problem.name, certificate=cert)
     res.certificate = cert
     objective = math.fsum((problem.C * Z).ravel())
-    if bound is not None:  # the larger of the Lagrangian and the trivial bound (near-zero optima)
-        bound = max(bound, trivial_bound(problem.C))
+    # the larger of the Lagrangian and the trivial bound (near-zero optima); the trivial bound alone
+    # for a run stopped before its first bound
+    if bound is not None or res.status in STOPS:
+        bound = max(-math.inf if bound is None else bound, trivial_bound(problem.C))
     res.optimality = OptimalityCertificate.from_values(objective, bound)
     res.stats["certificates"] = [dataclasses.asdict(c) for c in certs]
     for c in certs:
