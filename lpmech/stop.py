@@ -102,4 +102,17 @@ def scope():
             clear()
 
 
-__all__ = ["REASONS", "START", "clear", "request", "requested", "reserve", "reserved", "scope"]
+def scoped(fn):
+    """Decorator of a public solve: its call is a :func:`scope` (a Ctrl-C request it saw does not
+    outlive the outermost such call)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with scope():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+__all__ = ["REASONS", "START", "clear", "request", "requested", "reserve", "reserved", "scope", "scoped"]

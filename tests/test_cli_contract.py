@@ -177,6 +177,20 @@ def test_ctrl_c_in_python_becomes_an_interrupted_run():
                                             rel=1e-7)
 
 
+def test_a_stop_request_does_not_outlive_a_public_solve():
+    """A Ctrl-C request seen during one call (here pending when it returns) is cleared by the
+    outermost public solve, so the next call reaches the same optimum as a fresh process's."""
+    from lpmech.models import le
+
+    inst = li.grid(3, 3, prior=np.random.default_rng(2).dirichlet(np.ones(9)))
+    fresh = le.solve(inst, 1.0, path="lp", lp_method="full")
+    stop.request("interrupted")
+    le.solve(inst, 1.0, path="closed")  # a call during which the request was pending
+    assert stop.requested() is None
+    again = le.solve(inst, 1.0, path="lp", lp_method="full")
+    assert again.status == "optimal" and again.objective == pytest.approx(fresh.objective, rel=1e-9)
+
+
 # ----------------------------------------------------------------------------- usage errors
 
 

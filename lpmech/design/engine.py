@@ -49,6 +49,7 @@ import time
 
 import numpy as np
 
+from .. import stop
 from ..errors import InputError
 from ..solvers.highs import solve_lp
 from ..solvers.result import Result, check_time_limit, raise_for_status
@@ -192,6 +193,7 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
     return "outputs" if tight else "decomposition"
 
 
+@stop.scoped
 def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: str = "auto",
           tol: float = 1e-7, gap_tol: float = 1e-6, time_limit: float | None = None,
           columns=(), workers: int | None = None, executor=None, max_rounds: int | None = None,

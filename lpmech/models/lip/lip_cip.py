@@ -43,6 +43,7 @@ import time
 
 import numpy as np
 
+from ... import stop as halt
 from ...certificate import OptimalityCertificate
 from ...errors import InputError, SolverError
 from ...mechanism import EPS_RTOL, Mechanism, check_epsilon
@@ -679,6 +680,7 @@ def paper_rows(N: int, p: float, epsilon: float) -> tuple[np.ndarray, np.ndarray
     return PS, np.vstack([(L - s) * PS, (s - U) * PS])
 
 
+@halt.scoped
 def solve(p, epsilon: float, *, mode: str = "verified", method: str = "auto",
           time_limit: float | None = None, gap_tol: float = 1e-6) -> Result:
     """The certified CIP-optimal mechanism on the sum S for per-user priors ``p`` (MSE of the MMSE

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ... import stop
 from ...certificate import OptimalityCertificate
 from ...errors import CertificationError, InfeasibleError, InputError, SolverError
 from ...mechanism import check_epsilon_scale
@@ -42,6 +43,7 @@ __all__ = ["lh_lip", "solve"]
 log = logging.getLogger(__name__)
 
 
+@stop.scoped
 def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V=None, priors=None,
           T=None, notion: str = "lip", method: str = "auto", mode: str = "verified",
           objective: str = "mse", f: int | None = None, rng: np.random.Generator | None = None,

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
+from ... import stop
 from ...errors import InputError
 from ...mechanism import (
     MAX_EPS_D,
@@ -766,6 +767,7 @@ def own_row_cost(structure: LRStructure, mats) -> np.ndarray:
     return np.array(out)
 
 
+@stop.scoped
 def solve(grid, users, params: LRGeoParams = LRGeoParams(), *, method: str = "benders",
           executor=None, abs_tol: float = 0.01, rel_tol: float = 1e-6, max_iter: int = 100,
           time_limit: float | None = None, relaxed_bound: bool = True, targets=None, prior=None,

@@ -32,6 +32,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ... import stop
 from ...certificate import OptimalityCertificate
 from ...errors import InfeasibleError, InputError, TimeLimitError
 from ...instance import validate_metric
@@ -701,6 +702,7 @@ def _weighted_reconstruction(W, A, s):
     return W @ np.linalg.solve(G, A.T * w)
 
 
+@stop.scoped
 def solve(workload="identity", metric=None, *, strategy="identity", n: int = 1,
           reconstruction: str = "pinv", alternations: int = 10, solver: str = "CLARABEL",
           lazy: bool | None = None, time_limit: float | None = None, **kwargs) -> Result:
