@@ -19,25 +19,21 @@ import os
 
 import numpy as np
 
+from . import _jit
+
 #: pairs per block side
 BLOCK = 32
 #: k per chunk of the sums (two rows of it stay in L1)
 K_CHUNK = 512
 
-#: the numba module once a check has asked for it (imported on first use: it adds about half a
-#: second and 100 MB to a process), None where it is not installed; ``...`` before the first use
+#: the numba module to use (:func:`lpmech._jit.load`), or None to force the numpy blocks; ``...``
+#: until the first check asks
 _numba = ...
 
 
 def _load():
-    global _numba
-    if _numba is ...:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - numba is a dependency
-            numba = None
-        _numba = numba
-    return _numba
+    return _jit.load() if _numba is ... else _numba
+
 
 _KERNEL = None
 

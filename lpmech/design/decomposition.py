@@ -721,15 +721,19 @@ class Master:
             y = self._solve()
         self.run_s += time.perf_counter() - ts
         self.runs += 1
-        return self.valid(y), float(self.h.getInfo().objective_function_value)
+        return self.valid(y), self.value()
+
+    def sift_tol(self) -> float:
+        """Reduced cost below −this brings a pool column back (the LP solver's dual tolerance)."""
+        return SIFT_TOL
 
     def _sift(self, y: np.ndarray) -> bool:
-        """Move the pool columns of reduced cost below −SIFT_TOL at raw duals y into the LP."""
+        """Move the pool columns of reduced cost below −:meth:`sift_tol` at raw duals y into the LP."""
         if not self.pool_cols:
             return False
         cost = self.pool_cost if self.phase == 2 else np.zeros_like(self.pool_cost)
         rc = cost - self.pool_M.T @ y
-        neg = np.nonzero(rc < -SIFT_TOL)[0]
+        neg = np.nonzero(rc < -self.sift_tol())[0]
         if neg.size == 0:
             return False
         take = neg[np.argsort(rc[neg])[:max(SIFT_MIN, self.K // 2)]]
@@ -792,6 +796,21 @@ class Master:
                 W -= yr * a
         return W
 
+    def value(self) -> float:
+        """The objective of the last solve."""
+        return float(self.h.getInfo().objective_function_value)
+
+    def weights(self) -> np.ndarray:
+        """The weights λ of the LP's columns (artificials excluded) in the last solve."""
+        return np.array(self.h.getSolution().col_value)[self.n_art:]
+
+    def basic(self) -> np.ndarray:
+        """Which of the LP's columns (artificials excluded) are basic in the last solve."""
+        import highspy
+
+        status = self.h.getBasis().col_status[self.n_art:]
+        return np.array([s == highspy.HighsBasisStatus.kBasic for s in status], dtype=bool)
+
     def artificial_sum(self) -> float:
         return float(np.sum(self.h.getSolution().col_value[:self.n_art]))
 
@@ -799,10 +818,7 @@ class Master:
         """Take the columns not basic for ``age`` rounds out of the LP (call before :meth:`run`: the
         basis stays valid): into the pool with ``sift``, else deleted (generated again if it
         prices out)."""
-        import highspy
-
-        status = self.h.getBasis().col_status[self.n_art:]
-        basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in status], dtype=bool)
+        basic = self.basic()
         last = np.asarray(self.last_basic)
         if basic.size != last.size:
             return
@@ -823,15 +839,115 @@ class Master:
             self.keys = [k for k, kept in zip(self.keys, keep) if kept]
             self.costs = [c for c, kept in zip(self.costs, keep) if kept]
         self.last_basic = last[keep].tolist()
+        self._kept(keep)
+
+    def _kept(self, keep: np.ndarray) -> None:
+        """A purge kept the LP columns ``keep`` (a hook for per-column solution data)."""
 
     def matrix(self) -> np.ndarray:
         """Z = Σ λ_r v_r e_{k_r}ᵀ from the last solve (K×n)."""
-        lam = np.array(self.h.getSolution().col_value)[self.n_art:]
+        lam = self.weights()
         Z = np.zeros((self.K, self.n))
         for k, v, weight in zip(self.ks, self.vs, lam):
             if weight > 0:
                 Z[:, k] += weight * v
         return Z
+
+
+class DenseIPMMaster(Master):
+    """The same master, its phase-2 solves by CVXOPT's interior point on the dual with dense BLAS.
+
+    Every column of a cone like Geo-Ind's is positive in every entry, so the master is dense and so
+    is its K×K simplex basis: HiGHS' sparse LU then costs O(K²)+ per iteration (about 20 ms at
+    K = 1,024, one to two thousand iterations a round). The dual of the phase-2 master,
+    max Σ_i y_i over Vᵀ y ≤ c (V the K×n matrix of the LP's columns, c their costs), solved from
+    scratch by CVXOPT's ``solvers.lp`` costs about 20 iterations of one n×K×K product and one K×K
+    Cholesky factor (BLAS-3). Its multipliers z ≥ 0 are the column weights λ (V λ = 1 to the
+    solver's feasibility tolerance, :data:`IPM_TOL`); y are the duals (central on the optimal
+    face, not a vertex's). Phase 1 and masters with extra rows stay with HiGHS' simplex.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lam: np.ndarray | None = None
+        self.y: np.ndarray | None = None
+        self.objective = math.nan
+        self.ipm_iterations = 0
+
+    def _dense(self) -> bool:
+        return self.phase == 2 and self.m == self.K
+
+    def _solve(self) -> np.ndarray:
+        if not self._dense() or not self.vs:
+            self.lam = None
+            return super()._solve()
+        from cvxopt import matrix, solvers
+
+        _t = time.perf_counter()
+        V = np.column_stack(self.vs)
+        c = np.asarray(self.costs, float)
+        sol = None
+        try:
+            for kkt in IPM_KKT:  # CVXOPT stalls near 1e-6 on some masters; the other factorisation
+                opts = {"show_progress": False, "abstol": IPM_TOL, "reltol": IPM_TOL,
+                        "feastol": IPM_TOL, "maxiters": 200, "refinement": 2}
+                sol = solvers.lp(matrix(-np.ones(self.K)), matrix(np.ascontiguousarray(V.T)),
+                                 matrix(c), kktsolver=kkt, options=opts)
+                self.ipm_iterations += int(sol["iterations"])
+                if sol["status"] == "optimal":
+                    break
+        except KeyboardInterrupt:  # Ctrl-C in a Python thread: the same stop request as HiGHS'
+            stop.request("interrupted")
+            raise _Stopped("interrupted") from None
+        except (ValueError, ArithmeticError) as exc:  # a singular KKT system
+            log.debug("dense IPM master failed (%s): simplex", exc)
+            sol = None
+        self.solve_log.append((self.now, V.shape[1], 0 if sol is None else int(sol["iterations"]),
+                               time.perf_counter() - _t))
+        if sol is None or sol["status"] != "optimal":  # HiGHS' simplex from its last basis
+            log.debug("dense IPM master not optimal: simplex")
+            self.lam = None
+            return super()._solve()
+        self.lam = np.maximum(np.asarray(sol["z"]).ravel(), 0.0)
+        self.y = np.asarray(sol["x"]).ravel()
+        self.objective = float(c @ self.lam)
+        self.incumbent = self.matrix()
+        return self.y
+
+    def value(self) -> float:
+        return self.objective if self.lam is not None else super().value()
+
+    def _kept(self, keep: np.ndarray) -> None:
+        if self.lam is not None:
+            self.lam = self.lam[keep[:self.lam.size]]
+
+    def sift_tol(self) -> float:
+        # the interior point's duals are feasible to IPM_TOL (relative): a column back from the
+        # pool at −1e-10 would come back for round-off and cost a whole solve
+        if self.lam is None:
+            return super().sift_tol()
+        return 10 * IPM_TOL * max(1.0, float(np.abs(self.costs).max(initial=0.0)))
+
+    def weights(self) -> np.ndarray:
+        return self.lam if self.lam is not None else super().weights()
+
+    def basic(self) -> np.ndarray:
+        if self.lam is None:
+            return super().basic()
+        out = np.zeros(len(self.vs), dtype=bool)  # columns added since the solve: not basic
+        n = min(out.size, self.lam.size)
+        out[:n] = self.lam[:n] > IPM_ACTIVE * max(float(self.lam.max(initial=0.0)), 1e-300)
+        return out
+
+
+#: feasibility, absolute and relative tolerance of :class:`DenseIPMMaster`'s solves
+IPM_TOL = 1e-9
+#: CVXOPT's KKT solvers tried in turn (``"chol"`` finished masters where ``"chol2"`` stalled)
+IPM_KKT = ("chol", "chol2")
+#: a column whose IPM weight is above this × the largest counts as "basic" for purging
+IPM_ACTIVE = 1e-7
+#: ``master_algorithm="auto"``: the dense interior-point master from this many unit rows up
+DENSE_MASTER_MIN_K = 300
 
 
 # ------------------------------------------------------------------------------ the rounds
@@ -843,6 +959,17 @@ ACCEPT_SMOOTHED = True
 #: stop (certified, gap ≤ STALL_GAP × the floor) when the best bound moved less than 0.1 × the
 #: floor in STALL_ROUNDS rounds: the pricing LPs' dual tolerances cap the bound there (K = 400)
 STALL_GAP, STALL_ROUNDS = 10.0, 4
+
+
+def _master_algorithm(name: str, K: int) -> str:
+    """The master's solver: ``"auto"`` is ``"dense-ipm"`` from :data:`DENSE_MASTER_MIN_K` unit
+    rows up, else HiGHS' ``"simplex"``; any other name is passed to HiGHS."""
+    if name == "auto":
+        return "dense-ipm" if K >= DENSE_MASTER_MIN_K else "simplex"
+    if not isinstance(name, str) or name not in ("dense-ipm", "simplex", "ipm", "choose", "pdlp"):
+        raise InputError(f"master_algorithm must be 'auto', 'dense-ipm', 'simplex', 'ipm', 'choose' "
+                         f"or 'pdlp', got {name!r}")
+    return name
 
 
 def _check_inputs(notion, C, extra_rows, columns):
@@ -882,7 +1009,7 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
               abs_tol: float | None = None, executor=None, workers: int | None = None,
               max_rounds: int = 5000, time_limit: float | None = None, verbose: bool = False,
               stabilise: float | str = "auto", purge_after: int = 5, check_columns: bool = True,
-              master_algorithm: str = "simplex", master_options: dict | None = None,
+              master_algorithm: str = "auto", master_options: dict | None = None,
               name: str = "decomposition", stall_gap: float = STALL_GAP,
               dual_start=None) -> Result:
     """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
@@ -909,13 +1036,17 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
         dual_start: multipliers (unit rows, then extra rows, in the units of ``C``; e.g. the
             ``duals`` of a solve of a nearby instance) to price at once before the first round:
             its columns start the master, L(dual_start) the bound and the smoothing centre.
+        master_algorithm: ``"auto"`` (default: :class:`DenseIPMMaster` from
+            :data:`DENSE_MASTER_MIN_K` unit rows up, else HiGHS' simplex), ``"dense-ipm"``, or a
+            HiGHS solver (``"simplex"``, ``"ipm"``, ...); ``master_options`` are HiGHS options.
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
 
     Returns an *uncertified* :class:`Result`: ``x`` the K×n matrix of the last master solve,
     raveled; ``optimality`` (upper = master objective, bound = best Lagrangian bound) when the
     status is ``optimal``; ``duals`` the master's row multipliers; ``stats`` rounds, times (the
     master's share), columns, pricing rows, trace, the pool and its sifted columns,
-    ``solve_log`` (round, LP columns, simplex iterations, seconds of each master solve). Status
+    ``solve_log`` (round, LP columns, simplex or interior-point iterations, seconds of each
+    master solve), ``master`` the master's solver. Status
     ``infeasible`` comes with a proof (a positive phase-1 Lagrangian bound).
     """
     what = name if "K=" in name else f"{name} K={getattr(notion, 'K', '?')}"
@@ -950,7 +1081,11 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
         cols = [(k, np.ones(K)) for k in range(n)]
     if check_columns:
         cols = _admissible(notion, cols)
-    master = Master(Cs, extra, master_algorithm, master_options)
+    master_algorithm = _master_algorithm(master_algorithm, K)
+    if master_algorithm == "dense-ipm":
+        master = DenseIPMMaster(Cs, extra, "simplex", master_options)
+    else:
+        master = Master(Cs, extra, master_algorithm, master_options)
     for k, v in cols:
         master.add(k, v)
     prog.note("master with %d starting columns; starting the pricing LPs", len(master.ks))
@@ -976,7 +1111,8 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
         pricer.close()
     cscale = st.cscale
     elapsed = time.perf_counter() - t0
-    stats = {"solver": "highs", "method": "decomposition", "rounds": len(st.trace),
+    stats = {"solver": "highs", "method": "decomposition", "master": master_algorithm,
+             "ipm_iterations": getattr(master, "ipm_iterations", 0), "rounds": len(st.trace),
              "phase1_rounds": st.phase1_rounds, "columns": len(master.ks),
              "pool": len(master.pool_cols), "sifted": master.sifted, "solve_log": master.solve_log,
              "pricing_rows": int(pricing_rows), "workers": getattr(pricer.inner, "workers", 0),

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
+from .. import _jit
 from ..instance import Instance
 from ..mechanism import check_epsilon, used_columns
 from .notion import SEPARATION_TOL, Notion, NotionCertificate
@@ -147,6 +148,42 @@ def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, pre
     return arg[j, k], j, k, viol[j, k]
 
 
+#: from this many locations up, a pricing LP's oracle (:meth:`GeoInd.separator`) is compiled with
+#: numba: the same rows as the numpy oracle, without its K×K temporaries
+JIT_MIN_K = 200
+_KERNEL = None
+
+
+def _separation_kernel():
+    """The compiled oracle ``kernel(F, v, present, S, best_i, best_val)``: for every j, the row
+    i ∈ S not in ``present`` maximising F_ij v_i (the first such i on ties, as ``argmax``), or None
+    without numba."""
+    global _KERNEL
+    if _KERNEL is None:
+        nb = _jit.load()
+        if nb is None:  # pragma: no cover - numba is a dependency
+            return None
+
+        @nb.njit(cache=True, nogil=True)
+        def kernel(F, v, present, S, best_i, best_val):  # pragma: no cover - compiled
+            K = v.shape[0]
+            for j in range(K):
+                best_val[j] = -np.inf
+                best_i[j] = -1
+            for a in range(S.shape[0]):
+                s = S[a]
+                vs = v[s]
+                for j in range(K):
+                    if not present[s, j]:
+                        t = F[s, j] * vs
+                        if t > best_val[j]:
+                            best_val[j] = t
+                            best_i[j] = s
+
+        _KERNEL = kernel
+    return _KERNEL
+
+
 def near_pairs(F: np.ndarray, n_near: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """The rows (i, j) to start with: each i with its ``n_near`` largest factors F_ij (both ways)."""
     K = F.shape[0]
@@ -243,6 +280,10 @@ class GeoInd(Notion):
         present = np.zeros((self.K, self.K), dtype=bool)
         present[row_pairs(start)] = True
         F, K = self.F, self.K
+        kernel = _separation_kernel() if K >= JIT_MIN_K else None
+        if kernel is not None:
+            F = np.ascontiguousarray(F, float)
+            best_i, best_val = np.empty(K, np.int64), np.empty(K)
 
         def separate(v):
             # only entries v_i above the tolerance can violate a row (F ≤ 1): the others are
@@ -250,13 +291,18 @@ class GeoInd(Notion):
             S = np.nonzero(v > SEPARATION_TOL)[0]
             if S.size == 0:
                 return None
-            T = F[S] * v[S, None]  # T[s, j] = F_ij v_i for i = S[s]
-            T[present[S]] = -np.inf
-            i = T.argmax(axis=0)
-            j = np.nonzero(T[i, np.arange(K)] - v > SEPARATION_TOL)[0]
+            if kernel is not None:
+                kernel(F, np.ascontiguousarray(v, float), present, S, best_i, best_val)
+                j = np.nonzero(best_val - v > SEPARATION_TOL)[0]
+                i = best_i[j]
+            else:
+                T = F[S] * v[S, None]  # T[s, j] = F_ij v_i for i = S[s]
+                T[present[S]] = -np.inf
+                i = T.argmax(axis=0)
+                j = np.nonzero(T[i, np.arange(K)] - v > SEPARATION_TOL)[0]
+                i = S[i[j]]
             if j.size == 0:
                 return None
-            i = S[i[j]]
             present[i, j] = True
             return column_rows(F, i, j, K)
 

@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -155,7 +156,8 @@ def run_highs(h: highspy.Highs) -> None:
         h.cbIpmInterrupt += _stop_requested
         h.cbMipInterrupt += _stop_requested
         h._lpmech_stoppable = True
-    if threading.current_thread() is not threading.main_thread():
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):  # no Ctrl-C to catch here
         h.run()
         return
     done = threading.Event()  # (a Ctrl-C inside Thread.join can leave the thread marked ended)

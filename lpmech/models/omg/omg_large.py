@@ -150,7 +150,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
                         bound_F: np.ndarray | None = None, tol: float = 3e-7,
                         stabilise: float | str = "auto", purge_after: int = 5,
                         workers: int | None = None,
-                        executor=None, master_algorithm: str = "simplex",
+                        executor=None, master_algorithm: str = "auto",
                         master_options: dict | None = None, max_rounds: int = 5000, n_near: int = 0,
                         time_limit: float | None = None, verbose: bool = False,
                         coarse: bool = True, reduce: bool = False, dual_start=None) -> Result:

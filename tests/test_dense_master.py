@@ -1,0 +1,104 @@
+"""The dense interior-point master and the compiled Geo-Ind oracle against independent computations:
+the whole LP by scipy's linprog, the simplex master, and the numpy oracle."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from lpmech import instance as li
+from lpmech.design import decomposition as dec
+from lpmech.design import geoind
+from lpmech.design.decomposition import decompose
+from lpmech.design.geoind import GeoInd
+from lpmech.models import omg
+from lpmech.models.common import certified_result
+from lpmech.models.omg import omg_large
+from tests.test_decomposition import LDPRows, _check, _metric_case, full_lp
+
+
+@pytest.mark.parametrize("kind", ["grid", "points", "graph", "latlon"])
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_dense_ipm_master_equals_the_whole_lp(kind, eps):
+    """Geo-Ind on every metric kind: the interior-point master reaches the optimum of the whole LP
+    (every row written, HiGHS), with a valid bound, row sums 1 to 1e-8, and the simplex master's
+    optimum. (scipy's linprog is no reference at ε = 4: its default tolerances miss the optimum
+    0.0614 by 1e-5 relative.)"""
+    inst = _metric_case(kind, {"grid": 4, "points": 11, "graph": 12, "latlon": 13}[kind])
+    notion = GeoInd(omg.factor_matrix(inst, eps))
+    C = inst.prior[:, None] * inst.loss
+    ref = omg.solve(inst, eps, method="full", reduce=False, merge=False).objective
+    res = decompose(notion, C, master_algorithm="dense-ipm", workers=1)
+    assert res.status == "optimal" and res.stats["master"] == "dense-ipm"
+    Z = res.x.reshape(C.shape)
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-8
+    assert res.optimality.objective == pytest.approx(ref, rel=1e-6)
+    assert float((C * Z).sum()) == pytest.approx(ref, rel=1e-6)
+    assert res.optimality.bound <= ref * (1 + 1e-9)
+    simplex = decompose(notion, C, master_algorithm="simplex", workers=1)
+    assert res.optimality.objective == pytest.approx(simplex.optimality.objective, rel=1e-6)
+
+
+def test_dense_ipm_master_with_extra_rows_and_phase_one_keeps_the_simplex_there():
+    """Extra rows (a cap on an expected loss) and forced zeros (phase 1): the master falls back to
+    HiGHS' simplex where the interior point does not apply, and still equals the whole LP."""
+    rng = np.random.default_rng(2)
+    K, n = 6, 9
+    notion = LDPRows(K, 1.2, zero_sets={0: np.arange(K), 3: np.array([1, 4])})
+    C = rng.uniform(0, 1, (K, n))
+    cap = rng.uniform(0, 1, (K, n))
+    free = decompose(notion, C, master_algorithm="dense-ipm")
+    _check(free, full_lp(notion, C), C)
+    extra = [(cap, -np.inf, 0.9 * float((cap * free.x.reshape(K, n)).sum()))]
+    res = decompose(notion, C, extra_rows=extra, master_algorithm="dense-ipm")
+    _check(res, full_lp(notion, C, extra), C)
+
+
+def test_a_failed_interior_point_solve_falls_back_to_the_simplex(monkeypatch):
+    """No KKT solver left to try: every solve goes to HiGHS' simplex, with the same optimum."""
+    monkeypatch.setattr(dec, "IPM_KKT", ())
+    inst = _metric_case("points", 11)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    res = decompose(notion, C, master_algorithm="dense-ipm", workers=1)
+    _check(res, full_lp(notion, C), C)
+
+
+def test_omg_decomposition_with_the_dense_master_is_certified():
+    """Through the OMG path (a 6×6 grid): certified against the full LP."""
+    inst = li.grid(6, 6, prior=np.random.default_rng(8).dirichlet(np.ones(36)))
+    raw = omg_large.solve_decomposition(inst, 0.7, master_algorithm="dense-ipm", workers=1)
+    res = certified_result(raw, raw.x.reshape(36, 36), inst, 0.7, name="OMG")
+    full = omg.solve(inst, 0.7, method="full")
+    assert res.objective == pytest.approx(full.objective, rel=1e-6)
+    assert res.bound <= full.objective * (1 + 1e-9)
+    assert res.certificate.realized_epsilon <= 0.7 * (1 + 1e-6)
+    assert raw.stats["master"] == "dense-ipm"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_oracle_returns_the_numpy_oracle_s_rows(seed, monkeypatch):
+    """The numba oracle and the numpy one give the same rows, call after call (the ``present``
+    mask grows), on a factor matrix with zeros (γ) and vectors with zeros and ties."""
+    rng = np.random.default_rng(seed)
+    K = 40
+    inst = li.points(rng.uniform(0, 4, size=(K, 2)))
+    F = omg.factor_matrix(inst.with_gamma(2.5), 0.9)
+    notion = GeoInd(F)
+    start = notion.initial_rows(seed % K)
+    got = {}
+    for backend, min_k in (("numba", 1), ("numpy", 10 ** 9)):
+        monkeypatch.setattr(geoind, "JIT_MIN_K", min_k)
+        sep = notion.separator(seed % K, start)
+        vrng = np.random.default_rng(100 + seed)
+        rows = []
+        for _ in range(5):
+            v = vrng.random(K) ** 4
+            v[vrng.random(K) < 0.2] = 0.0
+            v[:3] = v[3]  # ties
+            out = sep(v)
+            rows.append(None if out is None else sp.csr_matrix(out))
+        got[backend] = rows
+    for a, b in zip(got["numba"], got["numpy"]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.shape == b.shape and (a != b).nnz == 0
