@@ -102,3 +102,38 @@ def test_compiled_oracle_returns_the_numpy_oracle_s_rows(seed, monkeypatch):
         assert (a is None) == (b is None)
         if a is not None:
             assert a.shape == b.shape and (a != b).nnz == 0
+
+
+def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_support(monkeypatch):
+    """Every CVXOPT solve reported stalled (status "unknown", as near a residual of 1e-6): the
+    weights come from non-negative least squares on the columns tight at its duals, exact to
+    1e-9, and the optimum is the whole LP's."""
+    import cvxopt.solvers
+
+    real = cvxopt.solvers.lp
+
+    def stalled(*args, **kwargs):
+        sol = dict(real(*args, **kwargs))
+        sol["status"] = "unknown"
+        return sol
+
+    monkeypatch.setattr(cvxopt.solvers, "lp", stalled)
+    used, support = [], dec.DenseIPMMaster._support_weights
+
+    def recorded(self, V, c, y):
+        lam = support(self, V, c, y)
+        used.append(lam is not None)
+        return lam
+
+    monkeypatch.setattr(dec.DenseIPMMaster, "_support_weights", recorded)
+    inst = _metric_case("points", 11)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
+    res = decompose(notion, C, master_algorithm="dense-ipm", workers=1)
+    Z = res.x.reshape(C.shape)
+    assert res.status == "optimal"
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-9
+    assert float((C * Z).sum()) == pytest.approx(ref, rel=1e-6)
+    assert res.optimality.bound <= ref * (1 + 1e-9)
+    assert used and all(used)  # every stalled solve had its weights (a singular one: simplex)

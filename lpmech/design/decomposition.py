@@ -32,6 +32,10 @@ best bound, by a fixed weight or self-adjusting (Pessoa et al. 2018: less smooth
 subgradient at the smoothed point points towards the master's duals, more otherwise); a smoothed
 round that finds no improving column prices at the master's duals next.
 
+The master LP is HiGHS' simplex (warm across rounds), or from :data:`DENSE_MASTER_MIN_K` unit
+rows up (``master_algorithm="auto"``) :class:`DenseIPMMaster`: a cone whose columns are dense makes
+the simplex basis dense, and an interior point on the master's dual with dense BLAS is then faster.
+
 Feasibility: the master starts with artificial columns; when the starting columns do not make it
 feasible (extra rows, or zeros(k) that rule out the starting columns), a phase 1 minimises the
 artificials with the same pricing, and proves infeasibility by a positive Lagrangian bound.
@@ -904,15 +908,40 @@ class DenseIPMMaster(Master):
             sol = None
         self.solve_log.append((self.now, V.shape[1], 0 if sol is None else int(sol["iterations"]),
                                time.perf_counter() - _t))
-        if sol is None or sol["status"] != "optimal":  # HiGHS' simplex from its last basis
+        lam = None
+        if sol is not None and sol["status"] == "optimal":
+            lam = np.maximum(np.asarray(sol["z"]).ravel(), 0.0)
+        elif sol is not None and sol["x"] is not None:  # stalled: weights from its duals' support
+            lam = self._support_weights(V, c, np.asarray(sol["x"]).ravel())
+        if lam is None:  # HiGHS' simplex from its last basis (minutes at K = 1,024: the last resort)
             log.debug("dense IPM master not optimal: simplex")
             self.lam = None
             return super()._solve()
-        self.lam = np.maximum(np.asarray(sol["z"]).ravel(), 0.0)
+        self.lam = lam
         self.y = np.asarray(sol["x"]).ravel()
         self.objective = float(c @ self.lam)
         self.incumbent = self.matrix()
         return self.y
+
+    def _support_weights(self, V: np.ndarray, c: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        """Column weights λ ≥ 0 with V λ = 1 (to 1e-9) on the columns tight at the duals y
+        (reduced cost under 1e-7·max(1, max c)), by non-negative least squares, or None: what an
+        interior point that stalled near a residual of 1e-6 leaves is still a vertex's support."""
+        from scipy.optimize import nnls
+
+        rc = c - V.T @ y
+        tight = np.nonzero(rc <= 1e-7 * max(1.0, float(np.abs(c).max())))[0]
+        if tight.size == 0:
+            return None
+        try:
+            w, resid = nnls(V[:, tight], np.ones(self.K), maxiter=50 * tight.size)
+        except RuntimeError:  # no convergence within maxiter
+            return None
+        if resid > 1e-9 * math.sqrt(self.K):
+            return None
+        lam = np.zeros(V.shape[1])
+        lam[tight] = w
+        return lam
 
     def value(self) -> float:
         return self.objective if self.lam is not None else super().value()
@@ -1315,5 +1344,5 @@ class _State:
             smooth_next = improving > 0  # a smoothed round that found nothing: price at the duals next
 
 
-__all__ = ["DaskPricer", "LocalPricer", "Master", "PricingActor", "PricingLP", "ProcessPricer",
-           "decompose", "lagrangian", "make_pricer"]
+__all__ = ["DaskPricer", "DenseIPMMaster", "LocalPricer", "Master", "PricingActor", "PricingLP",
+           "ProcessPricer", "decompose", "lagrangian", "make_pricer"]
