@@ -137,3 +137,22 @@ def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_sup
     assert float((C * Z).sum()) == pytest.approx(ref, rel=1e-6)
     assert res.optimality.bound <= ref * (1 + 1e-9)
     assert used and all(used)  # every stalled solve had its weights (a singular one: simplex)
+
+
+def test_auto_picks_the_dense_master_for_dense_cones_from_300_rows():
+    """``"auto"``: the interior point for a cone whose rows chain every location (Geo-Ind, and an
+    intersection with it) from K = 300; the simplex below, for a cone without chains (γ under
+    the smallest distance) and for a notion that does not say."""
+    from lpmech.design.notion import Intersection, Notion
+    from lpmech.errors import InputError
+
+    inst = li.grid(3, 3)
+    chained = GeoInd(omg.factor_matrix(inst, 1.0))
+    cut = GeoInd(omg.factor_matrix(inst.with_gamma(0.5), 1.0))
+    assert chained.dense_columns and not cut.dense_columns and not Notion(9).dense_columns
+    assert Intersection([cut, chained]).dense_columns
+    assert dec._master_algorithm("auto", dec.DENSE_MASTER_MIN_K, True) == "dense-ipm"
+    assert dec._master_algorithm("auto", dec.DENSE_MASTER_MIN_K - 1, True) == "simplex"
+    assert dec._master_algorithm("auto", 10 * dec.DENSE_MASTER_MIN_K, False) == "simplex"
+    with pytest.raises(InputError, match="master_algorithm"):
+        dec._master_algorithm("interior", 400, True)

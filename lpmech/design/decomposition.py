@@ -990,11 +990,12 @@ ACCEPT_SMOOTHED = True
 STALL_GAP, STALL_ROUNDS = 10.0, 4
 
 
-def _master_algorithm(name: str, K: int) -> str:
-    """The master's solver: ``"auto"`` is ``"dense-ipm"`` from :data:`DENSE_MASTER_MIN_K` unit
-    rows up, else HiGHS' ``"simplex"``; any other name is passed to HiGHS."""
+def _master_algorithm(name: str, K: int, dense: bool) -> str:
+    """The master's solver: ``"auto"`` is ``"dense-ipm"`` for a notion with dense columns from
+    :data:`DENSE_MASTER_MIN_K` unit rows up, else HiGHS' ``"simplex"``; any other name is passed
+    to HiGHS."""
     if name == "auto":
-        return "dense-ipm" if K >= DENSE_MASTER_MIN_K else "simplex"
+        return "dense-ipm" if dense and K >= DENSE_MASTER_MIN_K else "simplex"
     if not isinstance(name, str) or name not in ("dense-ipm", "simplex", "ipm", "choose", "pdlp"):
         raise InputError(f"master_algorithm must be 'auto', 'dense-ipm', 'simplex', 'ipm', 'choose' "
                          f"or 'pdlp', got {name!r}")
@@ -1065,8 +1066,9 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
         dual_start: multipliers (unit rows, then extra rows, in the units of ``C``; e.g. the
             ``duals`` of a solve of a nearby instance) to price at once before the first round:
             its columns start the master, L(dual_start) the bound and the smoothing centre.
-        master_algorithm: ``"auto"`` (default: :class:`DenseIPMMaster` from
-            :data:`DENSE_MASTER_MIN_K` unit rows up, else HiGHS' simplex), ``"dense-ipm"``, or a
+        master_algorithm: ``"auto"`` (default: :class:`DenseIPMMaster` for a notion with
+            ``dense_columns`` from :data:`DENSE_MASTER_MIN_K` unit rows up, else HiGHS'
+            simplex), ``"dense-ipm"``, or a
             HiGHS solver (``"simplex"``, ``"ipm"``, ...); ``master_options`` are HiGHS options.
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
 
@@ -1110,7 +1112,7 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
         cols = [(k, np.ones(K)) for k in range(n)]
     if check_columns:
         cols = _admissible(notion, cols)
-    master_algorithm = _master_algorithm(master_algorithm, K)
+    master_algorithm = _master_algorithm(master_algorithm, K, notion.dense_columns)
     if master_algorithm == "dense-ipm":
         master = DenseIPMMaster(Cs, extra, "simplex", master_options)
     else:

@@ -216,6 +216,13 @@ def tents(F: np.ndarray, *, predecessors: bool = False):
     return np.exp(-shortest_path(G, directed=True)).T
 
 
+def _strongly_connected(F: np.ndarray) -> bool:
+    """Whether the rows F_ij v_i ≤ v_j (F_ij > 0) chain every location to every other."""
+    from scipy.sparse.csgraph import connected_components
+
+    return connected_components(sp.csr_matrix(F > 0), directed=True, connection="strong")[0] == 1
+
+
 # ------------------------------------------------------------------------------ the notion
 
 
@@ -247,6 +254,8 @@ class GeoInd(Notion):
         self.epsilon = None if epsilon is None else float(epsilon)
         self.gamma = float(gamma)
         self.n_near = int(n_near)
+        # rows that chain every location to every other: a column is all positive or all zero
+        self.dense_columns = bool(F.shape[0]) and _strongly_connected(F)
 
     @classmethod
     def from_instance(cls, instance, epsilon: float, *, reduce: bool = True, n_near: int = 0):

@@ -66,6 +66,9 @@ class Notion:
     """Base class: override :meth:`rows` and :meth:`certify`; the rest has sound defaults."""
 
     name = "notion"
+    #: every column of the cone is positive in every entry or zero (Geo-Ind's: its rows chain all
+    #: locations), so the decomposition's master is dense (``master_algorithm="auto"``)
+    dense_columns = False
 
     def __init__(self, K: int):
         self.K = int(K)
@@ -210,6 +213,7 @@ class Intersection(Notion):
         super().__init__(Ks.pop())
         self.parts = flat
         self.name = " & ".join(p.name for p in flat)
+        self.dense_columns = any(p.dense_columns for p in flat)  # a subset of each part's cone
         # part p's auxiliary variables sit at K + offset[p] ... of the extended column
         sizes = [p.n_aux for p in flat]
         self._offset = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
