@@ -254,8 +254,7 @@ class GeoInd(Notion):
         self.epsilon = None if epsilon is None else float(epsilon)
         self.gamma = float(gamma)
         self.n_near = int(n_near)
-        # rows that chain every location to every other: a column is all positive or all zero
-        self.dense_columns = bool(F.shape[0]) and _strongly_connected(F)
+        self._dense: bool | None = None
 
     @classmethod
     def from_instance(cls, instance, epsilon: float, *, reduce: bool = True, n_near: int = 0):
@@ -316,6 +315,14 @@ class GeoInd(Notion):
             return column_rows(F, i, j, K)
 
         return separate
+
+    @property
+    def dense_columns(self) -> bool:
+        """Rows that chain every location to every other: a column is all positive or all zero
+        (computed on first use)."""
+        if self._dense is None:
+            self._dense = bool(self.K) and _strongly_connected(self.F)
+        return self._dense
 
     @property
     def closure(self) -> np.ndarray:
