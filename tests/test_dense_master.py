@@ -130,7 +130,10 @@ def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_sup
     notion = GeoInd(omg.factor_matrix(inst, 1.0))
     C = inst.prior[:, None] * inst.loss
     ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
-    res = decompose(notion, C, master_algorithm="dense-ipm", workers=1)
+    # ones and tents: the first master (phase 1 skipped) has full rank, so its duals are real
+    T = notion.closure.T
+    cols = [(k, np.ones(inst.K)) for k in range(inst.K)] + [(k, T[:, k]) for k in range(inst.K)]
+    res = decompose(notion, C, columns=cols, master_algorithm="dense-ipm", workers=1)
     Z = res.x.reshape(C.shape)
     assert res.status == "optimal"
     assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-9
@@ -156,3 +159,31 @@ def test_auto_picks_the_dense_master_for_dense_cones_from_300_rows():
     assert dec._master_algorithm("auto", 10 * dec.DENSE_MASTER_MIN_K, False) == "simplex"
     with pytest.raises(InputError, match="master_algorithm"):
         dec._master_algorithm("interior", 400, True)
+
+
+@pytest.mark.parametrize("ones", [True, False])
+def test_phase_1_is_skipped_only_when_a_column_of_ones_meets_the_unit_rows(monkeypatch, ones):
+    """With a column of ones (weight 1 meets every unit row) the interior point solves every
+    master, phase 1 included in none; with tents only, phase 1 runs on HiGHS' simplex. Both reach
+    the whole LP's optimum."""
+    simplex = []
+    real = dec.Master._solve
+
+    def counted(self):
+        simplex.append(self.phase)
+        return real(self)
+
+    monkeypatch.setattr(dec.Master, "_solve", counted)
+    inst = _metric_case("grid", 16)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
+    T = notion.closure.T
+    cols = [(k, T[:, k]) for k in range(inst.K)]
+    if ones:
+        cols += [(k, np.ones(inst.K)) for k in range(inst.K)]
+    res = decompose(notion, C, columns=cols, master_algorithm="dense-ipm", workers=1)
+    assert res.status == "optimal"
+    assert res.optimality.objective == pytest.approx(ref, rel=1e-6)
+    assert res.optimality.bound <= ref * (1 + 1e-9)
+    assert (simplex == []) if ones else (simplex[:1] == [1])

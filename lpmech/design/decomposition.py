@@ -185,7 +185,7 @@ class PricingLP:
             self.h.clearSolver()
             self.cold_retries += 1
         v = x[:self.K]
-        if self.repair is not None:  # solver noise off: a column exactly in the cone
+        if self.repair is not None and v.any():  # solver noise off: a column exactly in the cone
             fixed = np.asarray(self.repair(v[:, None]), float).reshape(-1)
             if not fixed[self.zero_mask].any():
                 v = np.clip(fixed, 0.0, 1.0)
@@ -815,6 +815,11 @@ class Master:
         status = self.h.getBasis().col_status[self.n_art:]
         return np.array([s == highspy.HighsBasisStatus.kBasic for s in status], dtype=bool)
 
+    def feasible_start(self) -> bool:
+        """Whether phase 1 can be skipped without a solve (never for the simplex master: its
+        phase-1 basis is the warm start of phase 2)."""
+        return False
+
     def artificial_sum(self) -> float:
         return float(np.sum(self.h.getSolution().col_value[:self.n_art]))
 
@@ -880,6 +885,12 @@ class DenseIPMMaster(Master):
 
     def _dense(self) -> bool:
         return self.phase == 2 and self.m == self.K
+
+    def feasible_start(self) -> bool:
+        """No extra rows and a column of ones (weight 1 meets every unit row): no artificial is
+        needed, and phase 2's interior point starts from no basis, so phase 1 is skipped (its
+        simplex solve took 15 s at K = 1,024)."""
+        return self.m == self.K and any(float(v.min()) == 1.0 for v in self.vs)
 
     def _solve(self) -> np.ndarray:
         if not self._dense() or not self.vs:
@@ -1176,7 +1187,7 @@ def _rounds(st, master, K, dual_start, cscale) -> str:
     """Phase 1 (when the starting columns leave artificials) and phase 2; the final cost scale is
     left in ``st.cscale``."""
     st.cscale = cscale
-    _, upper0 = master.run()
+    _, upper0 = (None, 0.0) if master.feasible_start() else master.run()
     status = "optimal"
     if upper0 > 1e-9 * max(1.0, K):
         status = st.run(phase=1)
