@@ -163,9 +163,8 @@ def test_auto_picks_the_dense_master_for_dense_cones_from_300_rows():
 
 @pytest.mark.parametrize("ones", [True, False])
 def test_phase_1_is_skipped_only_when_a_column_of_ones_meets_the_unit_rows(monkeypatch, ones):
-    """With a column of ones (weight 1 meets every unit row) the interior point solves every
-    master, phase 1 included in none; with tents only, phase 1 runs on HiGHS' simplex. Both reach
-    the whole LP's optimum."""
+    """With a column of ones (weight 1 meets every unit row) no phase-1 master is solved; with
+    tents only, phase 1 runs on HiGHS' simplex. Both reach the whole LP's optimum."""
     simplex = []
     real = dec.Master._solve
 
@@ -186,4 +185,40 @@ def test_phase_1_is_skipped_only_when_a_column_of_ones_meets_the_unit_rows(monke
     assert res.status == "optimal"
     assert res.optimality.objective == pytest.approx(ref, rel=1e-6)
     assert res.optimality.bound <= ref * (1 + 1e-9)
-    assert (simplex == []) if ones else (simplex[:1] == [1])
+    assert (1 not in simplex) if ones else (simplex[:1] == [1])
+
+
+def test_the_dense_master_solves_again_only_when_its_lp_changed(monkeypatch):
+    """An unchanged LP keeps its last solve (no interior point run); new costs (a rescale), a new
+    column or a purge solve again, and the rescaled duals are the old ones over the factor."""
+    import cvxopt.solvers
+
+    calls = []
+    real = cvxopt.solvers.lp
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cvxopt.solvers, "lp", counted)
+    inst = _metric_case("grid", 21)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    T = notion.closure.T
+    m = dec.DenseIPMMaster(C, [], "simplex")
+    for k in range(inst.K):
+        m.add(k, np.ones(inst.K))
+        m.add(k, T[:, k].copy())
+    m.start_phase_2()
+    y1, v1 = m.run()
+    assert len(calls) == 1
+    y2, v2 = m.run()
+    assert len(calls) == 1 and np.array_equal(y1, y2) and v1 == v2
+    m.rescale(2.0)
+    y3, v3 = m.run()
+    assert len(calls) == 2
+    assert v3 == pytest.approx(v1 / 2, rel=1e-8)
+    assert np.allclose(y3, y1 / 2, atol=1e-7)
+    m.add(0, 0.5 * np.ones(inst.K) + 0.5 * T[:, 1])
+    m.run()
+    assert len(calls) == 3

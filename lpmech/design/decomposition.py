@@ -882,6 +882,11 @@ class DenseIPMMaster(Master):
         self.y: np.ndarray | None = None
         self.objective = math.nan
         self.ipm_iterations = 0
+        self.fresh = 0  # columns added or purged since the last solve
+
+    def _insert(self, k: int, v: np.ndarray, key: bytes, born: int) -> None:
+        super()._insert(k, v, key, born)
+        self.fresh += 1
 
     def _dense(self) -> bool:
         return self.phase == 2 and self.m == self.K
@@ -893,9 +898,12 @@ class DenseIPMMaster(Master):
         return self.m == self.K and any(float(v.min()) == 1.0 for v in self.vs)
 
     def _solve(self) -> np.ndarray:
+        fresh, self.fresh = self.fresh, 0
         if not self._dense() or not self.vs:
             self.lam = None
             return super()._solve()
+        if fresh == 0 and self.lam is not None and self.y is not None:
+            return self.y  # the LP has not changed since the last solve (phase 2's first round)
         from cvxopt import matrix, solvers
 
         _t = time.perf_counter()
@@ -957,7 +965,12 @@ class DenseIPMMaster(Master):
     def value(self) -> float:
         return self.objective if self.lam is not None else super().value()
 
+    def rescale(self, f: float) -> None:
+        super().rescale(f)
+        self.fresh += 1  # new costs: solve again
+
     def _kept(self, keep: np.ndarray) -> None:
+        self.fresh += int((~keep).sum())  # a changed LP: solve again
         if self.lam is not None:
             self.lam = self.lam[keep[:self.lam.size]]
 
