@@ -222,3 +222,24 @@ def test_the_dense_master_solves_again_only_when_its_lp_changed(monkeypatch):
     m.add(0, 0.5 * np.ones(inst.K) + 0.5 * T[:, 1])
     m.run()
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_repair_equals_the_numpy_repair(seed, monkeypatch):
+    """One column raised into the cone by the numba kernel and by the numpy max-product: the same
+    vector, which satisfies every row, on points with γ (zeros in F) and columns with zeros."""
+    rng = np.random.default_rng(seed)
+    K = 50
+    inst = li.points(rng.uniform(0, 4, size=(K, 2)))
+    notion = GeoInd(omg.factor_matrix(inst.with_gamma(2.5), 0.8))
+    v = rng.random(K) ** 3
+    v[rng.random(K) < 0.3] = 0.0
+    got = {}
+    for backend, min_k in (("numba", 1), ("numpy", 10 ** 9)):
+        monkeypatch.setattr(geoind, "JIT_MIN_K", min_k)
+        got[backend] = notion.repair(v[:, None])[:, 0]
+    assert np.array_equal(got["numba"], got["numpy"])
+    out = got["numba"]
+    assert (out >= v).all()
+    F = notion.F
+    assert (F * out[:, None] <= out[None, :] * (1 + 1e-12)).all()  # F_ij out_i ≤ out_j

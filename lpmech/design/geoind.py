@@ -184,6 +184,34 @@ def _separation_kernel():
     return _KERNEL
 
 
+_RAISE = None
+
+
+def _raise_kernel():
+    """The compiled repair of one column ``kernel(T, v, out)``: out_j = max(v_j, max_s T_sj v_s),
+    or None without numba."""
+    global _RAISE
+    if _RAISE is None:
+        nb = _jit.load()
+        if nb is None:  # pragma: no cover - numba is a dependency
+            return None
+
+        @nb.njit(cache=True, nogil=True)
+        def kernel(T, v, out):  # pragma: no cover - compiled
+            K = v.shape[0]
+            for j in range(K):
+                out[j] = v[j]
+            for s in range(K):
+                vs = v[s]
+                for j in range(K):
+                    t = T[s, j] * vs
+                    if t > out[j]:
+                        out[j] = t
+
+        _RAISE = kernel
+    return _RAISE
+
+
 def near_pairs(F: np.ndarray, n_near: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """The rows (i, j) to start with: each i with its ``n_near`` largest factors F_ij (both ways)."""
     K = F.shape[0]
@@ -337,6 +365,11 @@ class GeoInd(Notion):
         Z'_jk = max_s T_sj Z_sk ≥ Z_jk (T has a unit diagonal); entries stay in [0, max Z]."""
         Z = np.asarray(Z, float).reshape(self.K, -1)
         T = self.closure
+        kernel = _raise_kernel() if self.K >= JIT_MIN_K and Z.shape[1] == 1 else None
+        if kernel is not None:  # one column (a pricing LP's): compiled, no K×K temporary
+            out = np.empty(self.K)
+            kernel(T, np.ascontiguousarray(Z[:, 0]), out)
+            return out[:, None]
         out = np.empty_like(Z)
         step = max(1, 4_000_000 // (self.K * self.K))
         for a in range(0, Z.shape[1], step):
