@@ -222,6 +222,11 @@ def test_the_dense_master_solves_again_only_when_its_lp_changed(monkeypatch):
     m.add(0, 0.5 * np.ones(inst.K) + 0.5 * T[:, 1])
     m.run()
     assert len(calls) == 3
+    before = len(m.vs)
+    m.purge(100, 1)  # every column without weight in the last solve leaves
+    assert len(m.vs) < before
+    m.run()
+    assert len(calls) == 4
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -116,9 +116,9 @@ def solve_cutting_plane(instance: Instance, epsilon: float, *, F: np.ndarray | N
 # ------------------------------------------------------------------------------ decomposition
 
 
-#: absolute gap floor of the OMG decomposition (loss units; also at most 2e-8 × Σ_i max_k p_i L_ik),
-#: under the certificate's absolute tolerance (:data:`lpmech.solvers.result.GAP_ABS_TOL`·scale, at
-#: least 1e-9 on unit losses): an optimum near 0 (large ε) still ends ``optimal``
+#: absolute gap floor of the OMG decomposition (loss units; at most 2e-8 × Σ_i max_k p_i L_ik): an
+#: optimum near 0 (large ε) ends where LP tolerances can resolve it, within the certificate's
+#: absolute tolerance on unit losses (:data:`lpmech.solvers.result.GAP_ABS_TOL`·scale ≥ 1e-9)
 ABS_TOL = 8e-10
 #: the decomposition's relative gap: the package's certified optimum (``GAP_TOL`` = 1e-6) less a
 #: margin for the cleaning, which moves the objective by about the master's 1e-9 feasibility
