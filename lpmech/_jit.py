@@ -15,3 +15,15 @@ def load():
             numba = None
         _numba = numba
     return _numba
+
+
+_COMPILED: dict = {}
+
+
+def compiled(fn):
+    """``fn`` compiled by numba (``njit``, cached on disk, releasing the GIL) on first use, or None
+    without numba."""
+    if fn not in _COMPILED:
+        nb = load()
+        _COMPILED[fn] = None if nb is None else nb.njit(cache=True, nogil=True)(fn)
+    return _COMPILED[fn]

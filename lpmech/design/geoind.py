@@ -151,65 +151,47 @@ def most_violated(F: np.ndarray, Z: np.ndarray, tol: float = SEPARATION_TOL, pre
 #: from this many locations up, a pricing LP's oracle (:meth:`GeoInd.separator`) is compiled with
 #: numba: the same rows as the numpy oracle, without its K×K temporaries
 JIT_MIN_K = 200
-_KERNEL = None
+
+
+def _separation(F, v, present, S, best_i, best_val):  # pragma: no cover - compiled
+    """For every j, the row i ∈ S not in ``present`` maximising F_ij v_i (the first such i on
+    ties, as ``argmax``) into ``best_i``, its F_ij v_i into ``best_val``."""
+    K = v.shape[0]
+    for j in range(K):
+        best_val[j] = -np.inf
+        best_i[j] = -1
+    for a in range(S.shape[0]):
+        s = S[a]
+        vs = v[s]
+        for j in range(K):
+            if not present[s, j]:
+                t = F[s, j] * vs
+                if t > best_val[j]:
+                    best_val[j] = t
+                    best_i[j] = s
+
+
+def _raise(T, v, out):  # pragma: no cover - compiled
+    """The repair of one column: out_j = max(v_j, max_s T_sj v_s)."""
+    K = v.shape[0]
+    for j in range(K):
+        out[j] = v[j]
+    for s in range(K):
+        vs = v[s]
+        for j in range(K):
+            t = T[s, j] * vs
+            if t > out[j]:
+                out[j] = t
 
 
 def _separation_kernel():
-    """The compiled oracle ``kernel(F, v, present, S, best_i, best_val)``: for every j, the row
-    i ∈ S not in ``present`` maximising F_ij v_i (the first such i on ties, as ``argmax``), or None
-    without numba."""
-    global _KERNEL
-    if _KERNEL is None:
-        nb = _jit.load()
-        if nb is None:  # pragma: no cover - numba is a dependency
-            return None
-
-        @nb.njit(cache=True, nogil=True)
-        def kernel(F, v, present, S, best_i, best_val):  # pragma: no cover - compiled
-            K = v.shape[0]
-            for j in range(K):
-                best_val[j] = -np.inf
-                best_i[j] = -1
-            for a in range(S.shape[0]):
-                s = S[a]
-                vs = v[s]
-                for j in range(K):
-                    if not present[s, j]:
-                        t = F[s, j] * vs
-                        if t > best_val[j]:
-                            best_val[j] = t
-                            best_i[j] = s
-
-        _KERNEL = kernel
-    return _KERNEL
-
-
-_RAISE = None
+    """The compiled oracle :func:`_separation`, or None without numba."""
+    return _jit.compiled(_separation)
 
 
 def _raise_kernel():
-    """The compiled repair of one column ``kernel(T, v, out)``: out_j = max(v_j, max_s T_sj v_s),
-    or None without numba."""
-    global _RAISE
-    if _RAISE is None:
-        nb = _jit.load()
-        if nb is None:  # pragma: no cover - numba is a dependency
-            return None
-
-        @nb.njit(cache=True, nogil=True)
-        def kernel(T, v, out):  # pragma: no cover - compiled
-            K = v.shape[0]
-            for j in range(K):
-                out[j] = v[j]
-            for s in range(K):
-                vs = v[s]
-                for j in range(K):
-                    t = T[s, j] * vs
-                    if t > out[j]:
-                        out[j] = t
-
-        _RAISE = kernel
-    return _RAISE
+    """The compiled repair :func:`_raise`, or None without numba."""
+    return _jit.compiled(_raise)
 
 
 def near_pairs(F: np.ndarray, n_near: int = 8) -> tuple[np.ndarray, np.ndarray]:
