@@ -104,6 +104,20 @@ def test_compiled_oracle_returns_the_numpy_oracle_s_rows(seed, monkeypatch):
             assert a.shape == b.shape and (a != b).nnz == 0
 
 
+def _case_with_tents(kind, seed, *, ones):
+    """A small OMG case at ε = 1: its notion, costs, the whole LP's optimum (the reference) and
+    starting columns: every tent, and with ``ones`` a column of ones for every output."""
+    inst = _metric_case(kind, seed)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    C = inst.prior[:, None] * inst.loss
+    ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
+    T = notion.closure.T
+    cols = [(k, T[:, k]) for k in range(inst.K)]
+    if ones:
+        cols += [(k, np.ones(inst.K)) for k in range(inst.K)]
+    return notion, C, ref, cols
+
+
 def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_support(monkeypatch):
     """Every CVXOPT solve reported stalled (status "unknown", as near a residual of 1e-6): the
     weights come from non-negative least squares on the columns tight at its duals, exact to
@@ -126,13 +140,8 @@ def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_sup
         return lam
 
     monkeypatch.setattr(dec.DenseIPMMaster, "_support_weights", recorded)
-    inst = _metric_case("points", 11)
-    notion = GeoInd(omg.factor_matrix(inst, 1.0))
-    C = inst.prior[:, None] * inst.loss
-    ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
     # ones and tents: the first master (phase 1 skipped) has full rank, so its duals are real
-    T = notion.closure.T
-    cols = [(k, np.ones(inst.K)) for k in range(inst.K)] + [(k, T[:, k]) for k in range(inst.K)]
+    notion, C, ref, cols = _case_with_tents("points", 11, ones=True)
     res = decompose(notion, C, columns=cols, master_algorithm="dense-ipm", workers=1)
     Z = res.x.reshape(C.shape)
     assert res.status == "optimal"
@@ -173,14 +182,7 @@ def test_phase_1_is_skipped_only_when_a_column_of_ones_meets_the_unit_rows(monke
         return real(self)
 
     monkeypatch.setattr(dec.Master, "_solve", counted)
-    inst = _metric_case("grid", 16)
-    notion = GeoInd(omg.factor_matrix(inst, 1.0))
-    C = inst.prior[:, None] * inst.loss
-    ref = omg.solve(inst, 1.0, method="full", reduce=False, merge=False).objective
-    T = notion.closure.T
-    cols = [(k, T[:, k]) for k in range(inst.K)]
-    if ones:
-        cols += [(k, np.ones(inst.K)) for k in range(inst.K)]
+    notion, C, ref, cols = _case_with_tents("grid", 16, ones=ones)
     res = decompose(notion, C, columns=cols, master_algorithm="dense-ipm", workers=1)
     assert res.status == "optimal"
     assert res.optimality.objective == pytest.approx(ref, rel=1e-6)
