@@ -124,14 +124,15 @@ def test_a_stalled_interior_point_keeps_its_duals_and_takes_weights_on_their_sup
     1e-9, and the optimum is the whole LP's."""
     import cvxopt.solvers
 
-    real = cvxopt.solvers.lp
+    def stalling(real):
+        def stalled(*args, **kwargs):
+            sol = dict(real(*args, **kwargs))
+            sol["status"] = "unknown"
+            return sol
+        return stalled
 
-    def stalled(*args, **kwargs):
-        sol = dict(real(*args, **kwargs))
-        sol["status"] = "unknown"
-        return sol
-
-    monkeypatch.setattr(cvxopt.solvers, "lp", stalled)
+    for name in ("lp", "conelp"):  # CVXOPT's KKT solvers, and the numpy one
+        monkeypatch.setattr(cvxopt.solvers, name, stalling(getattr(cvxopt.solvers, name)))
     used, support = [], dec.DenseIPMMaster._support_weights
 
     def recorded(self, V, c, y):
@@ -193,16 +194,16 @@ def test_phase_1_is_skipped_only_when_a_column_of_ones_meets_the_unit_rows(monke
 def test_the_dense_master_solves_again_only_when_its_lp_changed(monkeypatch):
     """An unchanged LP keeps its last solve (no interior point run); new costs (a rescale), a new
     column or a purge solve again, and the rescaled duals are the old ones over the factor."""
-    import cvxopt.solvers
+    from lpmech.solvers import dense_lp
 
     calls = []
-    real = cvxopt.solvers.lp
+    real = dense_lp.solve
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cvxopt.solvers, "lp", counted)
+    monkeypatch.setattr(dense_lp, "solve", counted)
     inst = _metric_case("grid", 21)
     notion = GeoInd(omg.factor_matrix(inst, 1.0))
     C = inst.prior[:, None] * inst.loss
