@@ -995,8 +995,9 @@ class DenseIPMMaster(Master):
 IPM_TOL = 1e-9
 #: KKT solvers tried in turn (:func:`lpmech.solvers.dense_lp.solve`): the normal equations by
 #: numpy's BLAS (K = 1,024, 8,126 columns: 6.7–6.9 s against 9.5–10.4 s for CVXOPT's ``"chol"``,
-#: the same 32 iterations), then CVXOPT's own (``"chol"`` finished masters where ``"chol2"`` stalled)
-IPM_KKT = ("numpy", "chol", "chol2")
+#: whose iterates it takes, so "chol" is no fallback), then CVXOPT's ``"chol2"`` (the first
+#: finished masters where "chol2" stalled; a stall of one is not always a stall of the other)
+IPM_KKT = ("numpy", "chol2")
 #: a column whose IPM weight is above this × the largest counts as "basic" for purging
 IPM_ACTIVE = 1e-7
 #: ``master_algorithm="auto"``: the dense interior-point master from this many unit rows up
