@@ -71,19 +71,39 @@ def test_a_singular_master_raises_as_cvxopt_does():
             dense_lp.solve(V, c, tol=1e-9, kkt=kkt)
 
 
-def test_only_cvxopt_and_scipy_pools_are_held_to_one_thread():
-    """Never numpy's own pool; the limits are lifted after the solve."""
+def test_only_cvxopt_and_scipy_pools_are_held_to_one_thread(monkeypatch):
+    """Inside the solve (seen from the KKT solver) the pools loaded from CVXOPT's and SciPy's
+    packages run one thread and numpy's keeps its own count; the limits are lifted after it."""
     import numpy
     from threadpoolctl import threadpool_info
 
-    pools = dense_lp._other_pools()
     home = os.path.dirname(numpy.__file__)
-    assert all(not lc.filepath.startswith(home) for lc in pools.lib_controllers)
     before = {d["filepath"]: d["num_threads"] for d in threadpool_info()}
-    dense_lp.solve(*_master(1, 10, 30), tol=1e-9)
+    seen = []
+    real = dense_lp._normal_kkt
+
+    def watched(Gt):
+        factor = real(Gt)
+
+        def recording(W):
+            seen.append({d["filepath"]: d["num_threads"] for d in threadpool_info()})
+            return factor(W)
+
+        return recording
+
+    monkeypatch.setattr(dense_lp, "_normal_kkt", watched)
+    assert dense_lp.solve(*_master(1, 10, 30), tol=1e-9)["status"] == "optimal"
+    assert seen
+    for path, threads in seen[0].items():
+        if path.startswith(home):
+            assert threads == before[path]
+        elif "cvxopt" in path or "scipy" in path:
+            assert threads == 1
     assert {d["filepath"]: d["num_threads"] for d in threadpool_info()} == before
 
 
 def test_unknown_kkt_solver_is_refused():
-    with pytest.raises(ValueError, match="unknown KKT solver"):
+    from lpmech.errors import InputError
+
+    with pytest.raises(InputError, match="unknown KKT solver"):
         dense_lp.solve(*_master(0, 4, 6), tol=1e-9, kkt="ldl")

@@ -19,6 +19,8 @@ import os
 
 import numpy as np
 
+from ..errors import InputError
+
 #: KKT solvers :func:`solve` accepts: this module's numpy one, and CVXOPT's own
 KKT_SOLVERS = ("numpy", "chol", "chol2")
 
@@ -87,11 +89,11 @@ def solve(V: np.ndarray, c: np.ndarray, *, tol: float, kkt: str = "numpy",
     """CVXOPT's solution of ``max Σ y  s.t.  Vᵀ y ≤ c`` (its ``"status"``, ``"x"`` = y, ``"z"`` = the
     constraints' multipliers λ, ``"iterations"``), with feasibility, absolute and relative
     tolerance ``tol``. Raises what CVXOPT raises (``ValueError``, ``ArithmeticError``) on a
-    singular first KKT system."""
+    singular first KKT system, :class:`~lpmech.errors.InputError` on an unknown ``kkt``."""
     from cvxopt import matrix, solvers
 
     if kkt not in KKT_SOLVERS:
-        raise ValueError(f"unknown KKT solver {kkt!r}: use one of {KKT_SOLVERS}")
+        raise InputError(f"unknown KKT solver {kkt!r}: use one of {KKT_SOLVERS}")
     K, n = V.shape
     opts = {"show_progress": False, "abstol": tol, "reltol": tol, "feastol": tol,
             "maxiters": maxiters, "refinement": refinement}
