@@ -227,6 +227,61 @@ def test_dual_pricing_lp_equals_the_primal_one_and_a_full_linprog(notion_kind):
             assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
 
 
+def test_a_geoind_oracle_separates_to_the_tolerance_it_is_given():
+    """A row violated by 1e-9 (v in [0, 1]) is found at the pricing LPs' tolerance and not at the
+    notions' default; rows violated by less, or already in the LP, never."""
+    from lpmech.design.decomposition import PRICING_SEPARATION_TOL
+    from lpmech.design.notion import SEPARATION_TOL
+
+    F = np.array([[1.0, 0.5, 0.25], [0.5, 1.0, 0.5], [0.25, 0.5, 1.0]])
+    notion = GeoInd(F)
+    start = notion.initial_rows(0)  # the star of 0: F_0j v_0 ≤ v_j
+    v_viol = np.array([0.5, 1.0, 0.5 - 1e-9])  # F_12 v_1 − v_2 = 1e-9; every other row holds
+    assert SEPARATION_TOL > 1e-9 > PRICING_SEPARATION_TOL
+    assert notion.separator(0, start)(v_viol) is None
+    rows = notion.separator(0, start, PRICING_SEPARATION_TOL)(v_viol)
+    assert rows is not None and rows.shape[0] == 1
+    assert float((rows @ v_viol)[0]) == pytest.approx(1e-9, rel=1e-6)
+    near = np.array([0.5, 1.0, 0.5 - 1e-11])
+    assert notion.separator(0, start, PRICING_SEPARATION_TOL)(near) is None
+    sep = notion.separator(0, start, 1e-12)
+    assert sep(v_viol) is not None and sep(v_viol) is None  # a row is returned once
+
+
+def test_a_geoind_pricing_bound_meets_its_column_near_the_optimal_duals():
+    """Near the master's optimal duals (costs C_k − μ·(1 + noise), warm across rounds) a Geo-Ind
+    pricing LP's bound is valid (below the minimum over the whole cone, scipy linprog) and within
+    1e-11 × max |w| of its column's value, a column exactly in the cone. (With the notions' 1e-8
+    as the pricing oracle's tolerance these bounds lie up to 1.9e-10 × max |w| below their
+    columns' values; at K = 400 such gaps summed to the whole gap left at the end.)"""
+    from lpmech.design.decomposition import PRICING_LP, lagrangian
+
+    rng = np.random.default_rng(5)
+    inst = li.grid(12, 12).with_prior(rng.dirichlet(np.ones(144)))
+    res = omg_large.solve_decomposition(inst, 1.0, workers=1, coarse=False)
+    mu = res.duals[:inst.K]
+    C = inst.prior[:, None] * inst.metric
+    notion = GeoInd(omg.factor_matrix(inst, 1.0, reduce=False))
+    A = sp.csr_matrix(notion.rows())
+    K, ub = inst.K, np.ones(inst.K)
+    rng = np.random.default_rng(1)
+    for k in range(0, K, 13):
+        lp = PRICING_LP(notion, k)
+        for r in range(3):
+            w = C[:, k] - mu * (1 + 10.0 ** (-2 - r) * rng.normal(size=K))
+            v, value, rho = lp.price(w)
+            bound = float(lagrangian(rho, ub))
+            scale = float(np.abs(w).max())
+            assert (A @ v).max() <= 1e-12 and value == pytest.approx(float(w @ v), abs=1e-15)
+            assert value - bound <= 1e-11 * scale
+            if r == 0:
+                ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]),
+                              bounds=list(zip(np.zeros(K), ub)), method="highs",
+                              options={"dual_feasibility_tolerance": 1e-10,
+                                       "primal_feasibility_tolerance": 1e-10})
+                assert bound <= ref.fun + 1e-12 * scale  # valid
+
+
 def test_sifting_master_equals_a_linprog_over_every_column_it_has_seen():
     """Columns purged into the pool still count: after a purge, the master's optimum is the optimum
     over every column ever added (scipy linprog over all of them), pool columns come back when

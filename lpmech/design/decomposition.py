@@ -72,6 +72,11 @@ PARALLEL_MIN_K = 100
 #: (dual simplex: measured faster than primal or HiGHS' choice on OMG pricing)
 PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-9,
                    "presolve": "off", "simplex_strategy": 1}
+#: a pricing LP's oracle adds the rows its point violates by more than this (the LP's feasibility
+#: tolerance, v in [0, 1]): each violation left lowers the LP's bound below the cone's minimum.
+#: Geo-Ind at K = 400: the bounds summed 1.1e-6 below the repaired columns' values with the
+#: notions' 1e-8 (the whole gap left at the end, K = 1,600 stalled above 1e-6 on it), 3e-8 with 1e-10
+PRICING_SEPARATION_TOL = 1e-10
 
 
 # ------------------------------------------------------------------------------ pricing
@@ -97,7 +102,7 @@ class PricingLP:
         zeros = notion.zeros(k)
         if zeros is not None:
             self.ub[np.asarray(zeros, dtype=np.int64)] = 0.0
-        self.oracle = notion.separator(k, start)
+        self.oracle = notion.separator(k, start, PRICING_SEPARATION_TOL)
         self.repair = getattr(notion, "repair", None)
         self.zero_mask = self.ub[:K] == 0
         self.idx = np.arange(N, dtype=np.int32)

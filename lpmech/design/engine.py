@@ -106,8 +106,8 @@ class _OutputMap(Notion):
     def separate(self, V, tol: float = SEPARATION_TOL):
         return self.inner.separate(V, tol)
 
-    def separator(self, k: int, start):
-        return self.inner.separator(self.rep[k], start)
+    def separator(self, k: int, start, tol: float = SEPARATION_TOL):
+        return self.inner.separator(self.rep[k], start, tol)
 
     def certify(self, Z):
         return self.inner.certify(Z)

@@ -293,8 +293,9 @@ class GeoInd(Notion):
         i, j, k, _ = most_violated(self.F, V, tol)
         return [column_rows(self.F, i[k == c], j[k == c], self.K) for c in range(V.shape[1])]
 
-    def separator(self, k: int, start: sp.csr_matrix):
-        """A stateful oracle for one pricing LP: never returns a row already in it."""
+    def separator(self, k: int, start: sp.csr_matrix, tol: float = SEPARATION_TOL):
+        """A stateful oracle for one pricing LP: the rows v violates by more than ``tol``, never a
+        row already in it."""
         present = np.zeros((self.K, self.K), dtype=bool)
         present[row_pairs(start)] = True
         F, K = self.F, self.K
@@ -306,18 +307,18 @@ class GeoInd(Notion):
         def separate(v):
             # only entries v_i above the tolerance can violate a row (F ≤ 1): the others are
             # skipped (an unused output's v = 0 needs no work)
-            S = np.nonzero(v > SEPARATION_TOL)[0]
+            S = np.nonzero(v > tol)[0]
             if S.size == 0:
                 return None
             if kernel is not None:
                 kernel(F, np.ascontiguousarray(v, float), present, S, best_i, best_val)
-                j = np.nonzero(best_val - v > SEPARATION_TOL)[0]
+                j = np.nonzero(best_val - v > tol)[0]
                 i = best_i[j]
             else:
                 T = F[S] * v[S, None]  # T[s, j] = F_ij v_i for i = S[s]
                 T[present[S]] = -np.inf
                 i = T.argmax(axis=0)
-                j = np.nonzero(T[i, np.arange(K)] - v > SEPARATION_TOL)[0]
+                j = np.nonzero(T[i, np.arange(K)] - v > tol)[0]
                 i = S[i[j]]
             if j.size == 0:
                 return None

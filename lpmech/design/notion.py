@@ -106,11 +106,12 @@ class Notion:
         AV = A @ V
         return [A[np.nonzero(AV[:, c] > tol)[0]] for c in range(V.shape[1])]
 
-    def separator(self, k: int, start: sp.csr_matrix):
+    def separator(self, k: int, start: sp.csr_matrix, tol: float = SEPARATION_TOL):
         """A stateful oracle for the lazy LP of output ``k`` that starts with rows ``start``:
-        ``f(v) -> rows | None``, never a row already in that LP (the solver enforces those to its own
-        tolerance; finding them again would loop). The default wraps :meth:`separate` and drops
-        rows it has seen; notions with a faster way to skip present rows override it."""
+        ``f(v) -> rows | None``, the rows v violates by more than ``tol`` and never a row already in
+        that LP (the solver enforces those to its own tolerance; finding them again would loop).
+        The default wraps :meth:`separate` and drops rows it has seen; notions with a faster way to
+        skip present rows override it."""
         seen: set[bytes] = set()
 
         def key(A, r):
@@ -121,7 +122,7 @@ class Notion:
         seen.update(key(start, r) for r in range(start.shape[0]))
 
         def separate(v):
-            A = sp.csr_matrix(self.separate(np.asarray(v, float)[:, None])[0])
+            A = sp.csr_matrix(self.separate(np.asarray(v, float)[:, None], tol)[0])
             new = [r for r in range(A.shape[0]) if key(A, r) not in seen]
             if not new:
                 return None
@@ -254,8 +255,9 @@ class Intersection(Notion):
                     for q, p in enumerate(self.parts)]
         return [sp.vstack([rows[c] for rows in per_part], format="csr") for c in range(V.shape[1])]
 
-    def separator(self, k: int, start: sp.csr_matrix):
-        fs = [(q, self._index(q), p.separator(k, start_rows(p, k))) for q, p in enumerate(self.parts)]
+    def separator(self, k: int, start: sp.csr_matrix, tol: float = SEPARATION_TOL):
+        fs = [(q, self._index(q), p.separator(k, start_rows(p, k), tol))
+              for q, p in enumerate(self.parts)]
 
         def separate(v):
             got = [self._lift(q, A) for q, A in ((q, f(v[idx])) for q, idx, f in fs)
