@@ -80,6 +80,22 @@ def test_coarse_instance_moves_the_prior_and_averages_the_loss():
     assert np.array_equal(coarse.metric, inst.metric[np.ix_(S, S)])
 
 
+def test_lifted_duals_share_each_coarse_multiplier_by_prior_mass():
+    """μ_i = μ_c p_i / p_c by a brute loop over groups, |group| shares where a group has no mass;
+    each group's lifted multipliers add up to its coarse one."""
+    prior = np.array([0.1, 0.3, 0.0, 0.2, 0.0, 0.0, 0.4])
+    label = np.array([0, 0, 0, 1, 2, 2, 1])
+    mu = np.array([2.0, -1.5, 0.7])
+    got = omg_large.lift_duals(prior, label, mu)
+    for c in range(3):
+        members = [i for i in range(7) if label[i] == c]
+        mass = sum(prior[i] for i in members)
+        for i in members:
+            want = mu[c] * (prior[i] / mass if mass > 0 else 1 / len(members))
+            assert got[i] == pytest.approx(want, rel=1e-15)
+        assert sum(got[i] for i in members) == pytest.approx(mu[c], rel=1e-14)
+
+
 @pytest.mark.parametrize("kind", ["grid", "points"])
 def test_decomposition_from_coarse_columns_equals_the_full_lp(kind, monkeypatch):
     monkeypatch.setattr(omg_large, "COARSE_MIN_K", 20)
@@ -90,16 +106,17 @@ def test_decomposition_from_coarse_columns_equals_the_full_lp(kind, monkeypatch)
         inst = li.points(rng.uniform(0, 5, size=(36, 2)), prior=random_prior(36, 6))
     eps = 0.8
     calls = []
-    real = omg_large.coarse_columns
+    real = omg_large.coarse_start
 
     def spy(*a, **kw):
-        cols = real(*a, **kw)
-        calls.append(len(cols))
-        return cols
+        cols, duals = real(*a, **kw)
+        calls.append((len(cols), duals))
+        return cols, duals
 
-    monkeypatch.setattr(omg_large, "coarse_columns", spy)
+    monkeypatch.setattr(omg_large, "coarse_start", spy)
     res = omg.solve(inst, eps, method="decomposition")
-    assert calls and calls[-1] > 0  # the (outermost) coarse solve ran and gave columns
+    assert calls and calls[-1][0] > 0  # the (outermost) coarse solve ran and gave columns
+    assert calls[-1][1] is not None and calls[-1][1].shape == (inst.K,)  # and lifted duals
     check_certified(res, inst, eps)
     full = omg.solve(inst, eps, method="full", reduce=False)
     assert res.objective == pytest.approx(full.objective, rel=1e-6)

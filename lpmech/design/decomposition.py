@@ -10,9 +10,10 @@ v ∈ C_k ∩ [0, 1]^K. With row multipliers y = (μ, y_r) of valid sign, pricin
 
     min_v  w_k·v,   w_k = C_·k − μ − Σ_r y_r A_r[·, k],   v ∈ C_k ∩ [0, 1]^K (zeros(k) fixed to 0),
 
-solved with the notion's rows added lazily (:meth:`Notion.initial_rows`, :meth:`Notion.separator`)
-and kept warm across rounds; a notion with ``repair(Z)`` (the smallest raise into its cone) has
-each priced column repaired, so the master mixes columns exactly in the cone. Whatever y, the Lagrangian
+solved with the notion's rows added lazily (:meth:`Notion.initial_rows`, :meth:`Notion.separator`,
+to the LP's own tolerance :data:`PRICING_SEPARATION_TOL`) and kept warm across rounds; a notion
+with ``repair(Z)`` (the smallest raise into its cone) has each priced column repaired, so the
+master mixes columns exactly in the cone. Whatever y, the Lagrangian
 
     L(y) = Σ_i μ_i + Σ_r (y_r lo_r if y_r > 0 else y_r hi_r) + Σ_k min_v w_k·v
 
@@ -1016,7 +1017,7 @@ AUTO_ALPHA0, AUTO_ALPHA_MAX = 0.5, 0.9
 #: also add columns that price out at the smoothed point only (not at the master's duals)
 ACCEPT_SMOOTHED = True
 #: stop (certified, gap ≤ STALL_GAP × the floor) when the best bound moved less than 0.1 × the
-#: floor in STALL_ROUNDS rounds: the pricing LPs' dual tolerances cap the bound there (K = 400)
+#: floor in STALL_ROUNDS rounds: pricing LPs solved to finite tolerances can cap the bound there
 STALL_GAP, STALL_ROUNDS = 10.0, 4
 
 

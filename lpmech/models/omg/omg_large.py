@@ -173,8 +173,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             bound is a bound on the exact optimum).
         tol: stop when (upper − lower) ≤ tol·|upper| (or under the absolute floor
             min(2e-8·Σ_i max_k p_i L_ik, :data:`ABS_TOL`)); the default :data:`TOL` (9e-7) keeps
-            the certified gap under the package's 1e-6 (at K = 1,024 the bound stalls near 8e-7:
-            a tolerance of 3e-7 ran to the time limit with a certificate of 7.7e-7).
+            the certified gap under the package's 1e-6 after the cleaning.
         purge_after: every this many rounds, delete master columns not basic for as many rounds
             (0: keep every column).
         stabilise: Wentges smoothing weight α in [0, 1) (0 turns smoothing off), or ``"auto"``
@@ -188,9 +187,11 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             a ``distributed.Client`` runs the pricing LPs on Dask actors).
         verbose: a progress line per round.
         dual_start: row multipliers to price at before the first round (e.g. the ``duals`` of
-            a solve of a nearby instance; see :func:`~lpmech.design.decomposition.decompose`).
-        coarse: from :data:`COARSE_MIN_K` locations up, add the lifted optimum of a coarser
-            instance to the starting columns (:func:`coarse_columns`).
+            a solve of a nearby instance; see :func:`~lpmech.design.decomposition.decompose`);
+            default: the coarse start's lifted duals.
+        coarse: from :data:`COARSE_MIN_K` locations up, start from a coarser instance
+            (:func:`coarse_start`): its lifted optimum joins the starting columns, and its
+            lifted duals are the first pricing point (:data:`COARSE_DUAL_START`).
     """
     eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
@@ -206,8 +207,11 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             T, pred = tents(F, predecessors=True)
         cols = _starting_columns(instance, eps, F, T, trusted=lazy and instance.is_metric)
         if coarse:
-            cols += coarse_columns(instance, eps, prog=prog, workers=workers,
-                                   time_limit=None if time_limit is None else 0.5 * time_limit)
+            more, lifted = coarse_start(instance, eps, prog=prog, workers=workers,
+                                        time_limit=None if time_limit is None else 0.5 * time_limit)
+            cols += more
+            if dual_start is None and COARSE_DUAL_START:
+                dual_start = lifted
     notion = GeoInd(F, n_near=n_near, closure=T.T.copy(), trees=pred)
     C = _costs(instance)
     # stall_gap=1: the tolerance is already the certificate's less a margin (a stall rule wider
@@ -244,6 +248,10 @@ def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: i
 COARSE_MIN_K = 150
 #: relative gap of the coarse solves (their columns are only hints: the fine solve certifies)
 COARSE_TOL = 1e-4
+#: the fine solve prices first at the coarse duals lifted by prior mass (:func:`coarse_start`,
+#: ``dual_start``): the restricted master's own first duals can be far off (K = 400, ε = 0.5: a
+#: first bound of −2,193 against an optimum of 3.18, 15 rounds to a positive bound)
+COARSE_DUAL_START = True
 
 
 def coarse_points(instance: Instance, m: int | None = None) -> np.ndarray:
@@ -313,15 +321,25 @@ def coarse_columns(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
                    min_k: int | None = None, prog: Progress | None = None,
                    workers: int | None = None,
                    time_limit: float | None = None) -> list[tuple[int, np.ndarray]]:
-    """Starting columns from a coarser instance: solve :func:`coarse_instance` on
-    :func:`coarse_points` (recursively coarse-to-fine itself), lift every used column of its
-    optimum (:func:`lift_columns`) and offer it to the fine outputs of its group. All lifted columns
-    lie in the Geo-Ind cone; they are only a start (the fine solve proves its own optimum)."""
+    """Starting columns from a coarser instance (the columns of :func:`coarse_start`)."""
+    return coarse_start(instance, eps, tol=tol, min_k=min_k, prog=prog, workers=workers,
+                        time_limit=time_limit)[0]
+
+
+def coarse_start(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
+                 min_k: int | None = None, prog: Progress | None = None,
+                 workers: int | None = None,
+                 time_limit: float | None = None) -> tuple[list[tuple[int, np.ndarray]], np.ndarray | None]:
+    """A start from a coarser instance: solve :func:`coarse_instance` on :func:`coarse_points`
+    (recursively coarse-to-fine itself); its columns: every used column of its optimum lifted
+    (:func:`lift_columns`) and offered to the fine outputs of its group, all in the Geo-Ind cone;
+    its duals: the coarse row multipliers lifted by prior mass (:func:`lift_duals`), or None.
+    Both are only a start: the fine solve proves its own optimum."""
     if instance.K < (COARSE_MIN_K if min_k is None else min_k):
-        return []
+        return [], None
     S = coarse_points(instance)
     if not (1 < S.size < instance.K):
-        return []
+        return [], None
     coarse, label = coarse_instance(instance, S)
     if prog is not None:
         prog.note("solving a coarse instance with K=%d for starting columns", coarse.K)
@@ -331,9 +349,9 @@ def coarse_columns(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
     except LpmechError as exc:
         if prog is not None:
             prog.note("coarse instance not used (%s)", exc)
-        return []
+        return [], None
     if res.x is None:
-        return []
+        return [], None
     Zc = res.x.reshape(coarse.K, coarse.K)
     used = np.nonzero(Zc.max(axis=0) > 1e-9)[0]
     V = lift_columns(instance.metric, S, Zc[:, used], eps)
@@ -341,7 +359,22 @@ def coarse_columns(instance: Instance, eps: float, *, tol: float = COARSE_TOL,
     for c, s in enumerate(used):
         for k in np.nonzero(label == s)[0]:
             cols.append((int(k), V[:, c]))
-    return cols
+    duals = None
+    if res.status == "optimal" and res.duals is not None:
+        duals = lift_duals(instance.prior, label, np.asarray(res.duals, float)[:coarse.K])
+    return cols, duals
+
+
+def lift_duals(prior: np.ndarray, label: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Unit-row multipliers of the fine instance from those of the coarse one: each coarse row's
+    multiplier shared among the locations of its group by prior mass, μ_i = μ_c p_i / p_c (a
+    location of a group without mass gets μ_c / |group|)."""
+    prior = np.asarray(prior, float)
+    pc = np.bincount(label, weights=prior, minlength=mu.size)
+    size = np.bincount(label, minlength=mu.size)
+    share = np.where(pc[label] > 0, prior / np.where(pc[label] > 0, pc[label], 1.0),
+                     1.0 / size[label])
+    return mu[label] * share
 
 
 # ------------------------------------------------------------------------------ spanner
