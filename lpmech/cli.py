@@ -151,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ``--time-limit`` deadline (counted from the process's start): either requests a stop
     (:mod:`lpmech.stop`), and the command ends with its incumbent (exit 4) or, with none, exit
     130 / 4. As the ``lpmech`` program (``argv=None``), a command that has not ended
-    :data:`STOP_GRACE` seconds after Ctrl-C (a second Ctrl-C: at once), or max(2 s, 10 %) after
-    its deadline, is ended with the same report and the process exits; an in-process call
+    :data:`STOP_GRACE` seconds (plus the time its solve reserved for certifying its incumbent)
+    after Ctrl-C (a second Ctrl-C: at once), or max(2 s, 10 %) after its deadline, is ended with
+    the same report and the process exits; an in-process call
     (``argv`` given) counts the deadline from the call and waits for the command to end.
     """
     entry = argv is None
@@ -220,10 +221,21 @@ class _Watch:
         return max(at, self.t0 + 0.5 * self.limit)
 
     def _sigint(self, signum, frame) -> None:
+        """Ctrl-C: request a stop, and end the command after :data:`STOP_GRACE` plus the time its
+        solve reserved to certify its incumbent (:func:`lpmech.stop.reserve`); a second: at once."""
         self.sigints += 1
         stop.request("interrupted")
         now = time.monotonic()
-        self.hard = now if self.sigints > 1 else min(self.hard or math.inf, now + STOP_GRACE)
+        if self.sigints > 1:
+            self.hard = now
+            return
+        grace = STOP_GRACE + stop.reserved()
+        self.hard = min(self.hard or math.inf, now + grace)
+        if self.entry and grace > 2 * STOP_GRACE and self.fds:
+            with contextlib.suppress(OSError):
+                os.write(self.fds[1], (f"lpmech: stopping: certifying the best mechanism so far "
+                                       f"(up to {grace:.0f} s); Ctrl-C again to quit without it\n")
+                         .encode())
 
     def run(self) -> int:
         out, held = sys.stdout, io.StringIO()

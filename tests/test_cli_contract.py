@@ -91,6 +91,28 @@ def test_ctrl_c_stops_within_2_s(case):
         _check_incumbent(d, float(case[case.index("--epsilon") + 1]) if "--epsilon" in case else 1.0)
 
 
+def test_ctrl_c_waits_for_the_certification_the_solve_reserved():
+    """After the first Ctrl-C the command is ended only STOP_GRACE plus the seconds its solve
+    reserved for certifying its incumbent later (K = 1,024: about 30 s), as at a deadline; a
+    second Ctrl-C ends it at once."""
+    import argparse
+
+    from lpmech.cli import STOP_GRACE, _Watch
+
+    watch = _Watch(argparse.Namespace(), entry=False)
+    stop.clear()
+    stop.reserve(30.0)
+    try:
+        t = time.monotonic()
+        watch._sigint(signal.SIGINT, None)
+        assert stop.requested() == "interrupted"
+        assert watch.hard - t == pytest.approx(STOP_GRACE + 30.0, abs=0.5)
+        watch._sigint(signal.SIGINT, None)
+        assert watch.hard <= time.monotonic()
+    finally:
+        stop.clear()
+
+
 # -------------------------------------------------------------------------------- time limits
 
 

@@ -107,3 +107,23 @@ def test_unknown_kkt_solver_is_refused():
 
     with pytest.raises(InputError, match="unknown KKT solver"):
         dense_lp.solve(*_master(0, 4, 6), tol=1e-9, kkt="ldl")
+
+
+def test_a_stop_ends_the_interior_point_within_an_iteration():
+    """``stop()`` is asked once per iteration: true at its 4th call, the solve ends there with
+    Stopped (a whole solve takes more iterations); never true, the same solve as without it."""
+    V, c = _master(3, 40, 300)
+    whole = dense_lp.solve(V, c, tol=1e-9)
+    assert whole["iterations"] > 4
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) >= 4
+
+    with pytest.raises(dense_lp.Stopped):
+        dense_lp.solve(V, c, tol=1e-9, stop=stop)
+    assert len(calls) == 4
+    again = dense_lp.solve(V, c, tol=1e-9, stop=lambda: False)
+    assert again["iterations"] == whole["iterations"]
+    assert np.array_equal(np.asarray(again["x"]), np.asarray(whole["x"]))

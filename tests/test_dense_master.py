@@ -251,3 +251,37 @@ def test_compiled_repair_equals_the_numpy_repair(seed, monkeypatch):
     assert (out >= v).all()
     F = notion.F
     assert (F * out[:, None] <= out[None, :] * (1 + 1e-12)).all()  # F_ij out_i ≤ out_j
+
+
+def test_a_stop_during_an_interior_point_solve_keeps_the_last_master(monkeypatch):
+    """A stop requested as the third master solve starts ends that solve at its first iteration:
+    the decomposition returns ``interrupted`` with the last solved master's mechanism (row sums 1)
+    and a bound below the whole LP's optimum, which lies below the mechanism's loss."""
+    from lpmech import stop
+    from lpmech.solvers import dense_lp
+
+    inst = _metric_case("points", 11)
+    notion = GeoInd(omg.factor_matrix(inst, 0.5))
+    C = inst.prior[:, None] * inst.loss
+    ref = omg.solve(inst, 0.5, method="full", reduce=False, merge=False).objective
+    real, calls = dense_lp.solve, []
+
+    def solve(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == 3:
+            stop.request("interrupted")
+        sol = real(*args, **kwargs)  # the third raises dense_lp.Stopped
+        calls[-1] = int(sol["iterations"])
+        return sol
+
+    monkeypatch.setattr(dense_lp, "solve", solve)
+    try:
+        res = decompose(notion, C, master_algorithm="dense-ipm", workers=1)
+    finally:
+        stop.clear()
+    assert len(calls) == 3 and calls[-1] is None  # the third solve did not end
+    assert res.status == "interrupted"
+    assert res.stats["ipm_iterations"] == sum(c for c in calls if c is not None)
+    Z = res.x.reshape(C.shape)
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-8
+    assert res.optimality.bound <= ref * (1 + 1e-9) <= float((C * Z).sum()) * (1 + 1e-9)

@@ -919,13 +919,15 @@ class DenseIPMMaster(Master):
         sol = None
         try:
             for kkt in IPM_KKT:  # CVXOPT stalls near 1e-6 on some masters; the other factorisation
-                sol = dense_lp.solve(V, c, tol=IPM_TOL, kkt=kkt)
+                sol = dense_lp.solve(V, c, tol=IPM_TOL, kkt=kkt, stop=self._past_deadline)
                 self.ipm_iterations += int(sol["iterations"])
                 if sol["status"] == "optimal":
                     break
         except KeyboardInterrupt:  # Ctrl-C in a Python thread: the same stop request as HiGHS'
             stop.request("interrupted")
             raise _Stopped("interrupted") from None
+        except dense_lp.Stopped:  # a stop request or the deadline, within an iteration
+            raise _Stopped(stop.requested() or "time_limit") from None
         except (ValueError, ArithmeticError) as exc:  # a singular KKT system
             log.debug("dense IPM master failed (%s): simplex", exc)
             sol = None
@@ -945,6 +947,12 @@ class DenseIPMMaster(Master):
         self.objective = float(c @ self.lam)
         self.incumbent = self.matrix()
         return self.y
+
+    def _past_deadline(self) -> bool:
+        """Whether a stop is requested or the user's time limit has passed (checked once per
+        interior-point iteration: a solve takes up to a minute at K = 1,600)."""
+        return bool(stop.requested()) or (self.deadline is not None
+                                          and time.perf_counter() > self.deadline)
 
     def _support_weights(self, V: np.ndarray, c: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         """Column weights λ ≥ 0 with V λ = 1 (to 1e-9) on the columns tight at the duals y
@@ -1221,7 +1229,9 @@ def _rounds(st, master, K, dual_start, cscale) -> str:
             st.abs_floor /= f  # the same absolute floor in the rescaled costs' units
         st.reset()
         if dual_start is not None:
+            st.prog.note("pricing at the starting duals")
             st.price_at(np.asarray(dual_start, float) / st.cscale)
+            st.prog.note("bound at the starting duals %.6g", st.best_lower * st.cscale)
         status = st.run(phase=2)
     return status
 

@@ -43,15 +43,22 @@ def _other_pools():
     return _POOLS
 
 
-def _normal_kkt(Gt: np.ndarray):
+class Stopped(Exception):
+    """The ``stop`` callable of :func:`solve` asked the interior point to end."""
+
+
+def _normal_kkt(Gt: np.ndarray, stop=None):
     """CVXOPT's ``kktsolver`` for ``G = Gt`` (n×K) and no equality rows, by the normal equations.
 
     For the scaling W = diag(d) CVXOPT asks for ux, uz with Gᵀuz = bx, G ux − W²uz = bz (and W uz
-    back in z): ux = M⁻¹(bx + Gᵀ D⁻² bz), M = Gᵀ D⁻² G factored once per iteration."""
+    back in z): ux = M⁻¹(bx + Gᵀ D⁻² bz), M = Gᵀ D⁻² G factored once per iteration (where
+    ``stop()``, if given and true, ends the solve with :class:`Stopped`)."""
     import scipy.linalg as sla
     from cvxopt import matrix
 
     def factor(W):
+        if stop is not None and stop():
+            raise Stopped
         s = 1.0 / np.asarray(W["d"]).ravel()
         Gs = Gt * s[:, None]
         try:
@@ -85,11 +92,13 @@ def _products(Gt: np.ndarray):
 
 
 def solve(V: np.ndarray, c: np.ndarray, *, tol: float, kkt: str = "numpy",
-          refinement: int = 2, maxiters: int = 200) -> dict:
+          refinement: int = 2, maxiters: int = 200, stop=None) -> dict:
     """CVXOPT's solution of ``max Σ y  s.t.  Vᵀ y ≤ c`` (its ``"status"``, ``"x"`` = y, ``"z"`` = the
     constraints' multipliers λ, ``"iterations"``), with feasibility, absolute and relative
     tolerance ``tol``. Raises what CVXOPT raises (``ValueError``, ``ArithmeticError``) on a
-    singular first KKT system, :class:`~lpmech.errors.InputError` on an unknown ``kkt``."""
+    singular first KKT system, :class:`~lpmech.errors.InputError` on an unknown ``kkt``, and
+    :class:`Stopped` when ``stop()`` (a callable, checked once per iteration of the numpy KKT
+    solver) turns true."""
     from cvxopt import matrix, solvers
 
     if kkt not in KKT_SOLVERS:
@@ -104,7 +113,7 @@ def solve(V: np.ndarray, c: np.ndarray, *, tol: float, kkt: str = "numpy",
     pools = _other_pools()
     with pools.limit(limits=1) if pools.lib_controllers else contextlib.nullcontext():
         return solvers.conelp(q, _products(Gt), h, {"l": n, "q": [], "s": []},
-                              kktsolver=_normal_kkt(Gt), options=opts)
+                              kktsolver=_normal_kkt(Gt, stop), options=opts)
 
 
-__all__ = ["KKT_SOLVERS", "solve"]
+__all__ = ["KKT_SOLVERS", "Stopped", "solve"]
