@@ -82,8 +82,8 @@ def test_only_cvxopt_and_scipy_pools_are_held_to_one_thread(monkeypatch):
     seen = []
     real = dense_lp._normal_kkt
 
-    def watched(Gt):
-        factor = real(Gt)
+    def watched(Gt, stop=None):
+        factor = real(Gt, stop)
 
         def recording(W):
             seen.append({d["filepath"]: d["num_threads"] for d in threadpool_info()})
