@@ -96,9 +96,11 @@ def test_lifted_duals_share_each_coarse_multiplier_by_prior_mass():
         assert sum(got[i] for i in members) == pytest.approx(mu[c], rel=1e-14)
 
 
+@pytest.mark.parametrize("dual_start", [False, True])
 @pytest.mark.parametrize("kind", ["grid", "points"])
-def test_decomposition_from_coarse_columns_equals_the_full_lp(kind, monkeypatch):
+def test_decomposition_from_coarse_columns_equals_the_full_lp(kind, dual_start, monkeypatch):
     monkeypatch.setattr(omg_large, "COARSE_MIN_K", 20)
+    monkeypatch.setattr(omg_large, "COARSE_DUAL_START", dual_start)
     rng = np.random.default_rng(4)
     if kind == "grid":
         inst = li.grid(7, 6, prior=random_prior(42, 5))

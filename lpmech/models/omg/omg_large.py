@@ -188,10 +188,10 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         verbose: a progress line per round.
         dual_start: row multipliers to price at before the first round (e.g. the ``duals`` of
             a solve of a nearby instance; see :func:`~lpmech.design.decomposition.decompose`);
-            default: the coarse start's lifted duals.
+            with :data:`COARSE_DUAL_START`, by default the coarse start's lifted duals.
         coarse: from :data:`COARSE_MIN_K` locations up, start from a coarser instance
-            (:func:`coarse_start`): its lifted optimum joins the starting columns, and its
-            lifted duals are the first pricing point (:data:`COARSE_DUAL_START`).
+            (:func:`coarse_start`): its lifted optimum joins the starting columns (and with
+            :data:`COARSE_DUAL_START` its lifted duals are the first pricing point).
     """
     eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
@@ -248,10 +248,12 @@ def _relaxed_lower_bound(F: np.ndarray, C: np.ndarray, mu: np.ndarray, n_near: i
 COARSE_MIN_K = 150
 #: relative gap of the coarse solves (their columns are only hints: the fine solve certifies)
 COARSE_TOL = 1e-4
-#: the fine solve prices first at the coarse duals lifted by prior mass (:func:`coarse_start`,
-#: ``dual_start``): the restricted master's own first duals can be far off (K = 400, ε = 0.5: a
-#: first bound of −2,193 against an optimum of 3.18, 15 rounds to a positive bound)
-COARSE_DUAL_START = True
+#: with True, the fine solve prices first at the coarse duals lifted by prior mass
+#: (:func:`coarse_start`, ``dual_start``): the restricted master's own first duals can be far off
+#: (K = 400, ε = 0.5: a first bound of −2,193 against an optimum of 3.18; 48 rounds, 143 s against
+#: 59, 180 s; ε = 1 unchanged). Off by default: K = 1,600 at ε = 1 ran out of the 23 GB of the
+#: development machine with it (more pricing rows early), and certifies in 1,441 s without it
+COARSE_DUAL_START = False
 
 
 def coarse_points(instance: Instance, m: int | None = None) -> np.ndarray:
