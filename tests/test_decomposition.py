@@ -358,6 +358,27 @@ def _dense_master():
     return m
 
 
+def test_a_killed_pricing_worker_is_a_solver_error_not_a_closed_stdout():
+    """A worker killed between rounds (as the kernel's OOM killer does) makes the next pricing
+    round raise SolverError naming the worker, not the BrokenPipeError the command line reads
+    as its own stdout closed (exit 141, no message)."""
+    from lpmech.design.decomposition import ProcessPricer
+    from lpmech.errors import SolverError
+
+    inst = li.grid(4, 4, prior=np.random.default_rng(0).dirichlet(np.ones(16)))
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    W = inst.prior[:, None] * inst.loss - 0.01
+    pricer = ProcessPricer(notion, 16, 2)
+    try:
+        assert len(pricer.price(np.arange(16), W, None)) == 16
+        pricer.procs[0].kill()
+        pricer.procs[0].join()
+        with pytest.raises(SolverError, match="pricing worker process died"):
+            pricer.price(np.arange(16), W, None)
+    finally:
+        pricer.close()
+
+
 def test_a_time_limit_reaches_the_pricing_workers_and_the_master():
     """The user's deadline reaches the forked pricing workers (a round past it returns None, the
     same as in-process pricing) and the master LP (a HiGHS time limit: decompose ends

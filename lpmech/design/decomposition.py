@@ -376,6 +376,10 @@ def _worker(conn, notion, outputs, halt) -> None:  # pragma: no cover - runs in 
         pass
 
 
+WORKER_DIED = ("a pricing worker process died (killed for lack of memory? fewer workers, or a "
+               "smaller instance, need less)")
+
+
 class ProcessPricer:
     """The pricing LPs split over forked worker processes, each keeping its LPs warm.
 
@@ -420,7 +424,10 @@ class ProcessPricer:
         outputs = np.asarray(outputs, dtype=np.int64)
         parts = [outputs[self.owner[outputs] == w] for w in range(self.workers)]
         for conn, ks in zip(self.conns, parts):
-            conn.send((ks.tolist(), W[:, ks], deadline))  # perf_counter: one clock for all
+            try:
+                conn.send((ks.tolist(), W[:, ks], deadline))  # perf_counter: one clock for all
+            except (BrokenPipeError, ConnectionResetError):  # not the user's stdout: a worker
+                raise SolverError(WORKER_DIED) from None
         out, err, late = [], None, False
         for conn in self.conns:
             while not conn.poll(0.05):
@@ -428,8 +435,8 @@ class ProcessPricer:
                     self.halt.set()
             try:
                 got = conn.recv()
-            except EOFError:
-                raise SolverError("a pricing worker died") from None
+            except (EOFError, ConnectionResetError):
+                raise SolverError(WORKER_DIED) from None
             if isinstance(got, Exception):
                 err = got
             elif got is None:  # the worker passed the deadline
