@@ -44,6 +44,26 @@ def available_bytes() -> int | None:
         return None
 
 
+def resident_bytes() -> int | None:
+    """This process' resident memory (``/proc/self/statm``, Linux), ``None`` where unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def release_free_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``; a no-op elsewhere),
+    so that :func:`resident_bytes` counts what is in use."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
 def dense_bytes(K: int, arrays: float = 1.0) -> int:
     """Bytes of ``arrays`` dense K×K float64 matrices (Python ints: no overflow at any K)."""
     return int(arrays * 8 * int(K) * int(K))

@@ -227,6 +227,57 @@ def test_dual_pricing_lp_equals_the_primal_one_and_a_full_linprog(notion_kind):
             assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
 
 
+@pytest.mark.parametrize("notion_kind", ["geoind", "ldp-zeros"])
+def test_a_pricing_lp_put_to_sleep_prices_as_the_whole_lp(notion_kind):
+    """An LP whose HiGHS model is freed after every pricing (:meth:`PricingLP.sleep`) and rebuilt
+    from its kept rows and basis gives the whole pricing LP's optimum (scipy linprog, every row)
+    and a valid bound, as a twin that stays awake does, over objectives in a row."""
+    from lpmech.design.decomposition import DualPricingLP, PricingLP, lagrangian
+
+    rng = np.random.default_rng(5)
+    if notion_kind == "geoind":
+        inst = li.points(rng.uniform(0, 3, size=(16, 2)))
+        notion, k = GeoInd(omg.factor_matrix(inst, 0.8, reduce=False)), 4
+    else:
+        notion, k = LDPRows(9, 0.7, {2: [0, 5]}), 2
+    K = notion.K
+    A = sp.csr_matrix(notion.rows())
+    ub = np.ones(K)
+    if notion.zeros(k) is not None:
+        ub[notion.zeros(k)] = 0
+    for cls in (DualPricingLP, PricingLP):
+        awake, asleep = cls(notion, k), cls(notion, k)
+        for _ in range(5):
+            w = rng.normal(size=K)
+            ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(K), ub)),
+                          method="highs")
+            for lp in (awake, asleep):
+                v, value, rho = lp.price(w)
+                assert value == pytest.approx(ref.fun, abs=1e-8)
+                assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
+                bound = float(lagrangian(rho, ub))
+                assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
+            asleep.sleep()
+            assert asleep.asleep and not awake.asleep
+        assert asleep.n_rows > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pricing_lps_asleep_for_lack_of_memory_reach_the_full_lp_optimum(workers, monkeypatch):
+    """With no memory to spare (a memory limit of 0 bytes) every process puts each LP to sleep
+    once priced; the solve still reaches the full LP's optimum with a valid bound."""
+    from lpmech.design import decomposition as dec
+
+    monkeypatch.setattr(dec, "memory_limit", lambda workers: 0)
+    inst = li.grid(5, 5, prior=np.random.default_rng(3).dirichlet(np.ones(25)))
+    res = omg_large.solve_decomposition(inst, 0.5, workers=workers)
+    full = omg.solve(inst, 0.5, method="full")
+    assert res.status == "optimal"
+    assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
+    assert res.optimality.bound <= full.objective * (1 + 1e-9)
+    assert res.stats["pricing_asleep"] == 25
+
+
 def test_a_geoind_oracle_separates_to_the_tolerance_it_is_given():
     """A row violated by 1e-9 (v in [0, 1]) is found at the pricing LPs' tolerance and not at the
     notions' default; rows violated by less, or already in the LP, never."""

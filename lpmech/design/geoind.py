@@ -155,7 +155,8 @@ JIT_MIN_K = 200
 
 def _separation(F, v, present, S, best_i, best_val):  # pragma: no cover - compiled
     """For every j, the row i ∈ S not in ``present`` maximising F_ij v_i (the first such i on
-    ties, as ``argmax``) into ``best_i``, its F_ij v_i into ``best_val``."""
+    ties, as ``argmax``) into ``best_i``, its F_ij v_i into ``best_val``. ``present`` is a bit
+    set: row (i, j) is in the LP when bit j % 8 of ``present[i, j // 8]`` is set."""
     K = v.shape[0]
     for j in range(K):
         best_val[j] = -np.inf
@@ -164,11 +165,17 @@ def _separation(F, v, present, S, best_i, best_val):  # pragma: no cover - compi
         s = S[a]
         vs = v[s]
         for j in range(K):
-            if not present[s, j]:
+            if not (present[s, j >> 3] >> (j & 7)) & 1:
                 t = F[s, j] * vs
                 if t > best_val[j]:
                     best_val[j] = t
                     best_i[j] = s
+
+
+def _mark(present: np.ndarray, i: np.ndarray, j: np.ndarray) -> None:
+    """Set the bits of rows (i, j) in the bit set ``present`` of :func:`_separation`."""
+    j = np.asarray(j, np.int64)
+    np.bitwise_or.at(present, (np.asarray(i, np.int64), j >> 3), (1 << (j & 7)).astype(np.uint8))
 
 
 def _raise(T, v, out):  # pragma: no cover - compiled
@@ -296,13 +303,16 @@ class GeoInd(Notion):
     def separator(self, k: int, start: sp.csr_matrix, tol: float = SEPARATION_TOL):
         """A stateful oracle for one pricing LP: the rows v violates by more than ``tol``, never a
         row already in it."""
-        present = np.zeros((self.K, self.K), dtype=bool)
-        present[row_pairs(start)] = True
         F, K = self.F, self.K
         kernel = _separation_kernel() if K >= JIT_MIN_K else None
-        if kernel is not None:
+        if kernel is not None:  # the rows present as a bit set: K²/8 bytes per pricing LP
             F = np.ascontiguousarray(F, float)
             best_i, best_val = np.empty(K, np.int64), np.empty(K)
+            present = np.zeros((K, (K + 7) // 8), dtype=np.uint8)
+            _mark(present, *row_pairs(start))
+        else:
+            present = np.zeros((K, K), dtype=bool)
+            present[row_pairs(start)] = True
 
         def separate(v):
             # only entries v_i above the tolerance can violate a row (F ≤ 1): the others are
@@ -322,7 +332,10 @@ class GeoInd(Notion):
                 i = S[i[j]]
             if j.size == 0:
                 return None
-            present[i, j] = True
+            if kernel is not None:
+                _mark(present, i, j)
+            else:
+                present[i, j] = True
             return column_rows(F, i, j, K)
 
         return separate
