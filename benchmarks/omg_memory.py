@@ -92,6 +92,8 @@ def main(argv=None):
     ap.add_argument("--name", default="omg_memory", help="output file stem under results/")
     ap.add_argument("--out", default=str(OUT), help="output folder")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # before hours of solving, not after
     print(f"{'K':>5} {'arm':>8} {'seconds':>8} {'rounds':>6} {'pricing s':>9} {'asleep':>6} "
           f"{'peak GB':>7} {'worker GB':>9} {'gap':>9}  status", flush=True)
     rows = []
@@ -108,11 +110,10 @@ def main(argv=None):
         print(f"      asleep / shipped: time {a['seconds'] / s['seconds']:.2f}, largest worker "
               f"{a['worker_peak_gb'] / s['worker_peak_gb']:.2f}; objectives differ by {diff:.1e}",
               flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / f"{args.name}.csv", rows)
-    plot(rows, out / f"{args.name}.png")
-    print(f"wrote {out / args.name}.csv and .png")
+    csv, png = out / f"{args.name}.csv", out / f"{args.name}.png"
+    write_csv(csv, rows)
+    plot(rows, png)
+    print(f"wrote {csv} and {png}")
 
 
 if __name__ == "__main__":

@@ -193,38 +193,49 @@ def test_decomposition_meets_the_tolerance_and_equals_the_full_lp(kind, eps):
     assert res.stats["rounds"] < 1000
 
 
+def _pricing_case(notion_kind, rng, n_points=14, eps=0.9, k=3):
+    """A notion (Geo-Ind on random points, or ε-LDP rows with forced zeros), an output k, every
+    row A of its cone and the upper bounds of its pricing LP."""
+    if notion_kind == "geoind":
+        inst = li.points(rng.uniform(0, 3, size=(n_points, 2)))
+        notion = GeoInd(omg.factor_matrix(inst, eps, reduce=False))
+    else:
+        notion, k = LDPRows(9, 0.7, {2: [0, 5]}), 2
+    ub = np.ones(notion.K)
+    if notion.zeros(k) is not None:
+        ub[notion.zeros(k)] = 0
+    return notion, k, sp.csr_matrix(notion.rows()), ub
+
+
+def _prices_the_whole_lp(lp, w, A, ub):
+    """``lp.price(w)`` gives the optimum of the pricing LP with every row (scipy linprog), a
+    point of its cone, and a valid Lagrangian bound equal to it up to tolerances."""
+    from lpmech.design.decomposition import lagrangian
+
+    ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(w.size), ub)),
+                  method="highs")
+    v, value, rho = lp.price(w)
+    assert value == pytest.approx(ref.fun, abs=1e-8)
+    assert float(w @ v) == pytest.approx(ref.fun, abs=1e-8)
+    assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
+    bound = float(lagrangian(rho, ub))
+    assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
+
+
 @pytest.mark.parametrize("notion_kind", ["geoind", "ldp-zeros"])
 def test_dual_pricing_lp_equals_the_primal_one_and_a_full_linprog(notion_kind):
     """The pricing LP solved as its dual (the default) and as the primal give the optimum of the
     whole pricing LP (every row, scipy linprog), over several objectives in a row (warm restarts),
     and their Lagrangian bounds are valid: below that optimum, and equal to it up to tolerances."""
-    from lpmech.design.decomposition import DualPricingLP, PricingLP, lagrangian
+    from lpmech.design.decomposition import DualPricingLP, PricingLP
 
     rng = np.random.default_rng(11)
-    if notion_kind == "geoind":
-        inst = li.points(rng.uniform(0, 3, size=(14, 2)))
-        notion = GeoInd(omg.factor_matrix(inst, 0.9, reduce=False))
-        k = 3
-    else:
-        notion = LDPRows(9, 0.7, {2: [0, 5]})
-        k = 2
-    K = notion.K
-    A = sp.csr_matrix(notion.rows())
-    ub = np.ones(K)
-    if notion.zeros(k) is not None:
-        ub[notion.zeros(k)] = 0
+    notion, k, A, ub = _pricing_case(notion_kind, rng)
     dual, primal = DualPricingLP(notion, k), PricingLP(notion, k)
     for _ in range(4):
-        w = rng.normal(size=K)
-        ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(K), ub)),
-                      method="highs")
+        w = rng.normal(size=notion.K)
         for lp in (dual, primal):
-            v, value, rho = lp.price(w)
-            assert value == pytest.approx(ref.fun, abs=1e-8)
-            assert float(w @ v) == pytest.approx(ref.fun, abs=1e-8)
-            assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
-            bound = float(lagrangian(rho, ub))
-            assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
+            _prices_the_whole_lp(lp, w, A, ub)
 
 
 @pytest.mark.parametrize("notion_kind", ["geoind", "ldp-zeros"])
@@ -232,31 +243,16 @@ def test_a_pricing_lp_put_to_sleep_prices_as_the_whole_lp(notion_kind):
     """An LP whose HiGHS model is freed after every pricing (:meth:`PricingLP.sleep`) and rebuilt
     from its kept rows and basis gives the whole pricing LP's optimum (scipy linprog, every row)
     and a valid bound, as a twin that stays awake does, over objectives in a row."""
-    from lpmech.design.decomposition import DualPricingLP, PricingLP, lagrangian
+    from lpmech.design.decomposition import DualPricingLP, PricingLP
 
     rng = np.random.default_rng(5)
-    if notion_kind == "geoind":
-        inst = li.points(rng.uniform(0, 3, size=(16, 2)))
-        notion, k = GeoInd(omg.factor_matrix(inst, 0.8, reduce=False)), 4
-    else:
-        notion, k = LDPRows(9, 0.7, {2: [0, 5]}), 2
-    K = notion.K
-    A = sp.csr_matrix(notion.rows())
-    ub = np.ones(K)
-    if notion.zeros(k) is not None:
-        ub[notion.zeros(k)] = 0
+    notion, k, A, ub = _pricing_case(notion_kind, rng, n_points=16, eps=0.8, k=4)
     for cls in (DualPricingLP, PricingLP):
         awake, asleep = cls(notion, k), cls(notion, k)
         for _ in range(5):
-            w = rng.normal(size=K)
-            ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(K), ub)),
-                          method="highs")
+            w = rng.normal(size=notion.K)
             for lp in (awake, asleep):
-                v, value, rho = lp.price(w)
-                assert value == pytest.approx(ref.fun, abs=1e-8)
-                assert np.all(v >= 0) and np.all(v <= ub) and (A @ v).max(initial=0) <= 1e-9
-                bound = float(lagrangian(rho, ub))
-                assert bound <= ref.fun + 1e-12 and bound == pytest.approx(ref.fun, abs=1e-7)
+                _prices_the_whole_lp(lp, w, A, ub)
             asleep.sleep()
             assert asleep.asleep and not awake.asleep
         assert asleep.n_rows > 0

@@ -251,8 +251,8 @@ COARSE_TOL = 1e-4
 #: with True, the fine solve prices first at the coarse duals lifted by prior mass
 #: (:func:`coarse_start`, ``dual_start``): the restricted master's own first duals can be far off
 #: (K = 400, ε = 0.5: a first bound of −2,193 against an optimum of 3.18; 48 rounds, 143 s against
-#: 59, 180 s; ε = 1 unchanged). Off by default: K = 1,600 at ε = 1 ran out of the 23 GB of the
-#: development machine with it (more pricing rows early), and certifies in 1,441 s without it
+#: 59, 180 s; ε = 1 unchanged). Off by default: K = 1,600 at ε = 1 is slower with it (more pricing
+#: rows early; a gap of 1.2e-6 after 1,800 s, some pricing LPs asleep for memory)
 COARSE_DUAL_START = False
 
 
