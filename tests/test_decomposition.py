@@ -262,8 +262,11 @@ def test_a_pricing_lp_put_to_sleep_prices_as_the_whole_lp(notion_kind):
 def test_pricing_lps_asleep_for_lack_of_memory_reach_the_full_lp_optimum(workers, monkeypatch):
     """With no memory to spare (a memory limit of 0 bytes) every process puts each LP to sleep
     once priced; the solve still reaches the full LP's optimum with a valid bound."""
+    from lpmech import resources
     from lpmech.design import decomposition as dec
 
+    if resources.resident_bytes() is None:
+        pytest.skip("no /proc/self/statm: the process' memory is unknown, no LP sleeps")
     monkeypatch.setattr(dec, "memory_limit", lambda workers: 0)
     inst = li.grid(5, 5, prior=np.random.default_rng(3).dirichlet(np.ones(25)))
     res = omg_large.solve_decomposition(inst, 0.5, workers=workers)
@@ -272,6 +275,25 @@ def test_pricing_lps_asleep_for_lack_of_memory_reach_the_full_lp_optimum(workers
     assert res.optimality.objective == pytest.approx(full.objective, rel=1e-6)
     assert res.optimality.bound <= full.objective * (1 + 1e-9)
     assert res.stats["pricing_asleep"] == 25
+
+
+def test_resident_memory_counts_an_array_as_it_is_written_and_freed():
+    """``resources.resident_bytes`` (what the pricing budget reads) grows by a 400 MB array once
+    written, stays under the process' peak (``getrusage``), and drops when the array is freed."""
+    import resource
+
+    from lpmech import resources
+
+    before = resources.resident_bytes()
+    if before is None:
+        pytest.skip("no /proc/self/statm")
+    a = np.ones(50_000_000)  # 400 MB, every page written
+    during = resources.resident_bytes()
+    assert during - before >= 0.9 * a.nbytes
+    assert during <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 * 1.01
+    del a
+    resources.release_free_memory()
+    assert resources.resident_bytes() - before <= 0.1 * 400e6
 
 
 def test_a_geoind_oracle_separates_to_the_tolerance_it_is_given():
