@@ -96,6 +96,19 @@ def test_lifted_duals_share_each_coarse_multiplier_by_prior_mass():
         assert sum(got[i] for i in members) == pytest.approx(mu[c], rel=1e-14)
 
 
+@pytest.mark.parametrize("cell, eps, first", [(1.0, 0.5, True), (1.0, 1.0, False), (1.0, 2.0, False),
+                                               (2.0, 0.45, True), (2.0, 0.55, False),
+                                               (0.25, 3.0, True), (0.25, 4.5, False)])
+def test_coarse_duals_come_first_where_neighbouring_tents_overlap(cell, eps, first, monkeypatch):
+    """``"auto"``: the coarse duals are the first pricing point exactly when ε × the grid's cell
+    (its nearest-neighbour distance, by construction) is below 1; True and False force it."""
+    inst = li.grid(17, 19, cell=cell)
+    assert omg_large.coarse_duals_first(inst, eps) is first
+    for forced in (True, False):
+        monkeypatch.setattr(omg_large, "COARSE_DUAL_START", forced)
+        assert omg_large.coarse_duals_first(inst, eps) is forced
+
+
 @pytest.mark.parametrize("dual_start", [False, True])
 @pytest.mark.parametrize("kind", ["grid", "points"])
 def test_decomposition_from_coarse_columns_equals_the_full_lp(kind, dual_start, monkeypatch):

@@ -188,10 +188,10 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
         verbose: a progress line per round.
         dual_start: row multipliers to price at before the first round (e.g. the ``duals`` of
             a solve of a nearby instance; see :func:`~lpmech.design.decomposition.decompose`);
-            with :data:`COARSE_DUAL_START`, by default the coarse start's lifted duals.
+            by default, where :func:`coarse_duals_first` says so, the coarse start's lifted duals.
         coarse: from :data:`COARSE_MIN_K` locations up, start from a coarser instance
             (:func:`coarse_start`): its lifted optimum joins the starting columns (and with
-            :data:`COARSE_DUAL_START` its lifted duals are the first pricing point).
+            :func:`coarse_duals_first` its lifted duals are the first pricing point).
     """
     eps = check_epsilon(epsilon)
     t0 = time.perf_counter()
@@ -210,7 +210,7 @@ def solve_decomposition(instance: Instance, epsilon: float, *, F: np.ndarray | N
             more, lifted = coarse_start(instance, eps, prog=prog, workers=workers,
                                         time_limit=None if time_limit is None else 0.5 * time_limit)
             cols += more
-            if dual_start is None and COARSE_DUAL_START:
+            if dual_start is None and coarse_duals_first(instance, eps):
                 dual_start = lifted
     notion = GeoInd(F, n_near=n_near, closure=T.T.copy(), trees=pred)
     C = _costs(instance)
@@ -251,9 +251,24 @@ COARSE_TOL = 1e-4
 #: with True, the fine solve prices first at the coarse duals lifted by prior mass
 #: (:func:`coarse_start`, ``dual_start``): the restricted master's own first duals can be far off
 #: (K = 400, ε = 0.5: a first bound of −2,193 against an optimum of 3.18; 48 rounds, 143 s against
-#: 59, 180 s; ε = 1 unchanged). Off by default: K = 1,600 at ε = 1 is slower with it (more pricing
-#: rows early; a gap of 1.2e-6 after 1,800 s, some pricing LPs asleep for memory)
-COARSE_DUAL_START = False
+#: 59, 180 s; K = 225: ε = 0.3 90 rounds, 113 s against 165, 205 s; ε = 0.7 34 s against 37 s).
+#: ``"auto"``: only where ε times the spacing of the locations is below 1 (:func:`coarse_duals_first`):
+#: at ε = 1 on a unit grid the time is the same at K ≤ 1,024 and longer at K = 1,600 (a gap of
+#: 1.2e-6 after 1,800 s against optimal in 1,441 s, more pricing rows early)
+COARSE_DUAL_START: bool | str = "auto"
+
+
+def coarse_duals_first(instance: Instance, eps: float) -> bool:
+    """Whether the fine solve prices first at the coarse duals (:data:`COARSE_DUAL_START`): with
+    ``"auto"``, when ε × the median distance from a location to its nearest other location (on up
+    to 256 locations) is below 1, i.e. where neighbouring tents overlap."""
+    if COARSE_DUAL_START != "auto":
+        return bool(COARSE_DUAL_START)
+    D = instance.metric
+    rows = np.unique(np.linspace(0, instance.K - 1, min(instance.K, 256)).astype(np.int64))
+    sub = np.array(D[rows], dtype=float)
+    sub[np.arange(rows.size), rows] = np.inf
+    return bool(eps * float(np.median(sub.min(axis=1))) < 1.0)
 
 
 def coarse_points(instance: Instance, m: int | None = None) -> np.ndarray:
