@@ -199,6 +199,32 @@ def test_ctrl_c_in_python_becomes_an_interrupted_run():
                                             rel=1e-7)
 
 
+def test_ctrl_c_in_python_stops_a_decomposition_pricing_in_this_process():
+    """Ctrl-C while the pricing LPs run in this process (run without interrupt callbacks): a stop
+    request, no KeyboardInterrupt; the solve ends within a round with its incumbent and a bound
+    on either side of the certified optimum."""
+    import threading
+
+    inst = li.grid(8, 8, prior=np.random.default_rng(0).dirichlet(np.ones(64)))
+    best = omg.solve(inst, 1.0)  # certified (gap ≤ 1e-6)
+    stop.clear()
+    timer = threading.Timer(0.4, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t = time.perf_counter()
+    timer.start()
+    try:
+        res = omg_large.solve_decomposition(inst, 1.0, workers=1, coarse=False)
+    finally:
+        timer.cancel()
+        requested = stop.requested()
+        stop.clear()
+    if res.status == "optimal":
+        pytest.skip("the solve ended before SIGINT was sent")
+    assert time.perf_counter() - t < 2.0
+    assert res.status == "interrupted" and requested == "interrupted"
+    assert res.optimality.bound <= best.bound + 1e-9
+    assert best.objective <= res.optimality.objective + 2e-9
+
+
 def test_a_stop_request_does_not_outlive_a_public_solve():
     """A Ctrl-C request seen during one call (here pending when it returns) is cleared by the
     outermost public solve, so the next call reaches the same optimum as a fresh process's."""

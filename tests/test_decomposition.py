@@ -258,6 +258,41 @@ def test_a_pricing_lp_put_to_sleep_prices_as_the_whole_lp(notion_kind):
         assert asleep.n_rows > 0
 
 
+@pytest.mark.parametrize("notion_kind", ["geoind", "ldp-zeros"])
+def test_a_dual_pricing_lp_kept_optimal_without_a_run_prices_as_the_whole_lp(notion_kind):
+    """Costs moved so little that the last basis stays optimal are answered from it without a
+    HiGHS run (:meth:`DualPricingLP._still_optimal`): the same optimum and a valid bound as the
+    whole pricing LP (scipy linprog) at each of them, and after the larger moves that need a run.
+    The basic solution it reads (B⁻¹b, −activity for a basic row) is HiGHS' own after a run."""
+    from lpmech.design.decomposition import DualPricingLP
+
+    rng = np.random.default_rng(8)
+    notion, k, A, ub = _pricing_case(notion_kind, rng, n_points=16, eps=0.8, k=4)
+    lp, twin = DualPricingLP(notion, k), DualPricingLP(notion, k)
+    twin._still_optimal = lambda: None  # always runs HiGHS
+    moves, basic_rows = 0, 0
+    for _ in range(4):
+        w = rng.normal(size=notion.K)
+        for step in (0.0, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1):
+            w = w + step * rng.normal(size=w.size)
+            _prices_the_whole_lp(lp, w, A, ub)
+            _prices_the_whole_lp(twin, w, A, ub)
+            moves += step > 0
+            h = twin.h
+            basic = h.getBasicVariables()[1]
+            at_row = basic < 0
+            rows = -basic[at_row] - 1
+            rhs = np.asarray(h.getLp().row_lower_).copy()
+            rhs[rows] = 0.0
+            xb = h.getBasisSolve(rhs)[1]
+            sol = h.getSolution()
+            assert np.allclose(xb[~at_row], np.asarray(sol.col_value)[basic[~at_row]], atol=1e-9)
+            assert np.allclose(-xb[at_row], np.asarray(sol.row_value)[rows], atol=1e-9)
+            basic_rows += int(at_row.sum())
+    assert basic_rows > 0
+    assert 4 <= lp.kept_runs < moves  # the path ran, and the larger moves needed a run
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_pricing_lps_asleep_for_lack_of_memory_reach_the_full_lp_optimum(workers, monkeypatch):
     """With no memory to spare (a memory limit of 0 bytes) every process puts each LP to sleep

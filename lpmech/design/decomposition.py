@@ -121,6 +121,7 @@ class PricingLP:
         self.r_val = np.zeros(0)
         self.n_rows = 0
         self.cold_retries = 0
+        self.kept_runs = 0  # solves answered by the last basis without a run (_still_optimal)
         self._basis = None
         self._init_model()
         self._add(start)
@@ -155,6 +156,10 @@ class PricingLP:
         if self.h is not None:
             self._basis = self.h.getBasis()
             self.h = None
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop what :meth:`_still_optimal` keeps of the last solve."""
 
     def _wake(self) -> None:
         self._init_model()
@@ -173,11 +178,12 @@ class PricingLP:
                        A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32), A.data)
 
     def _run(self) -> str:
-        run_highs(self.h)
+        # short runs: a stop is checked between LPs (_price_all), not by a callback in each
+        run_highs(self.h, interruptible=False)
         status = model_status(self.h)
         if status == "error":  # HiGHS occasionally ends a warm restart "unknown": retry cold
             self.h.clearSolver()
-            run_highs(self.h)
+            run_highs(self.h, interruptible=False)
             status = model_status(self.h)
         return status
 
@@ -222,6 +228,7 @@ class PricingLP:
             loose = float(w @ x[:self.K]) / scale - float(lagrangian(rho, ub))
             if attempt or loose <= COLD_RETRY_GAP * max(1.0, self.K * 1e-2):
                 break
+            self._forget()
             self.h.clearSolver()
             self.cold_retries += 1
         v = x[:self.K]
@@ -231,8 +238,16 @@ class PricingLP:
                 v = np.clip(fixed, 0.0, 1.0)
         return v, float(w @ v), scale * rho
 
+    def _still_optimal(self):
+        """(point, solution) of the last solve when it is still optimal for the new costs, without
+        a run; None when a run is needed (here: always)."""
+        return None
+
     def _solve(self):
         """Solve with rows from the oracle until the point violates none: (point, solution)."""
+        kept = self._still_optimal()
+        if kept is not None:
+            return kept
         for rnd in range(1, self.MAX_ROUNDS + 1):
             status = self._solve_round(rnd)
             if status in ("time_limit", "interrupted"):
@@ -261,6 +276,8 @@ class DualPricingLP(PricingLP):
     """
 
     def __init__(self, notion: Notion, k: int):
+        self._last = None
+        self._lower = None
         super().__init__(notion, k)
         if TENT_BASIS:
             self._tent_basis(k)
@@ -321,7 +338,40 @@ class DualPricingLP(PricingLP):
     def _set_costs(self, w: np.ndarray) -> None:
         import highspy
 
-        self.h.changeRowsBounds(self.N, self.idx, -w, np.full(self.N, highspy.kHighsInf))
+        self._lower = -w
+        self.h.changeRowsBounds(self.N, self.idx, self._lower, np.full(self.N, highspy.kHighsInf))
+
+    def _forget(self) -> None:
+        self._last = None
+
+    def _still_optimal(self):
+        """A new w only moves the right-hand side: the last optimal basis stays dual feasible, and
+        optimal when its basic solution B⁻¹b is still feasible (to the LP's tolerance). Then the
+        point (the rows' duals) is the last one, which the oracle passed, and the column values
+        are B⁻¹b: no HiGHS run (whose fixed cost, ~0.6 ms at K = 400, is most of a late round).
+        HiGHS' basis matrix holds −e_i for a basic row i (its activity is minus that entry)."""
+        last, self._last = self._last, None
+        if last is None:
+            return None
+        import highspy
+
+        status, basic = self.h.getBasicVariables()
+        if status != highspy.HighsStatus.kOk:
+            return None
+        at_row = basic < 0
+        rows = -basic[at_row] - 1
+        rhs = self._lower.copy()
+        rhs[rows] = 0.0
+        status, xb = self.h.getBasisSolve(rhs)
+        tol = DUAL_PRICING_OPTIONS["primal_feasibility_tolerance"]
+        if (status != highspy.HighsStatus.kOk or (xb[~at_row] < -tol).any()
+                or (-xb[at_row] < self._lower[rows] - tol).any()):
+            return None
+        values = np.zeros(self.N + self.n_rows)
+        values[basic[~at_row]] = xb[~at_row]
+        self.kept_runs += 1
+        self._last = last
+        return last[0], _Solution(values, last[1].row_dual)
 
     def _solve_round(self, rnd: int) -> str:
         # a new right-hand side keeps the basis dual feasible (dual simplex); new columns (rows of
@@ -329,11 +379,26 @@ class DualPricingLP(PricingLP):
         self.h.setOptionValue("simplex_strategy", 1 if rnd == 1 else 4)
         return self._run()
 
+    def _solve(self):
+        x, sol = super()._solve()
+        if self._last is None:  # solved by a run: keep its point and its duals
+            self._last = (x, _Solution(None, np.asarray(sol.row_dual)))
+        return x, sol
+
     def _point(self, sol) -> np.ndarray:
         return np.asarray(sol.row_dual)
 
     def _multipliers(self, sol) -> np.ndarray:
         return -np.maximum(np.asarray(sol.col_value)[self.N:], 0.0)
+
+
+class _Solution:
+    """The two arrays of a HiGHS solution that a pricing LP reads."""
+
+    __slots__ = ("col_value", "row_dual")
+
+    def __init__(self, col_value, row_dual):
+        self.col_value, self.row_dual = col_value, row_dual
 
 
 #: start each dual pricing LP from the basis of its output's tent (:meth:`DualPricingLP._tent_basis`)

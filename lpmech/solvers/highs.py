@@ -142,38 +142,36 @@ def _stop_requested(event) -> None:
         event.interrupt()
 
 
-def run_highs(h: highspy.Highs) -> None:
+def run_highs(h: highspy.Highs, *, interruptible: bool = True) -> None:
     """``h.run()``, stoppable: the one way the package runs HiGHS.
 
     A stop request (:mod:`lpmech.stop`) interrupts the run through HiGHS' interrupt callbacks
     (simplex, interior point, MIP: the run ends within an iteration with model status
-    ``kInterrupt``, reported as ``"interrupted"``). In the main thread the run happens in a helper
-    thread so that Ctrl-C reaches Python at once: it becomes a stop request, and the caller sees
-    an interrupted run instead of a ``KeyboardInterrupt``.
+    ``kInterrupt``, reported as ``"interrupted"``). ``interruptible=False`` leaves the callbacks
+    off, for the many short runs of a caller that checks :func:`lpmech.stop.requested` between
+    them (the decomposition's pricing LPs: a Python callback at every simplex iteration took
+    20 % of their time). In the main thread of a Python session, Ctrl-C during the run becomes a
+    stop request instead of a ``KeyboardInterrupt``: a handler that requests the stop is in place
+    while HiGHS runs (the next callback, or the return, runs it).
     """
-    if not getattr(h, "_lpmech_stoppable", False):
+    if interruptible and not getattr(h, "_lpmech_stoppable", False):
         h.cbSimplexInterrupt += _stop_requested
         h.cbIpmInterrupt += _stop_requested
         h.cbMipInterrupt += _stop_requested
         h._lpmech_stoppable = True
     if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):  # no Ctrl-C to catch here
-        h.run()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        h.run()  # a worker thread or process, or a handler of the caller's (the CLI's) in place
         return
-    done = threading.Event()  # (a Ctrl-C inside Thread.join can leave the thread marked ended)
+    previous = signal.signal(signal.SIGINT, _interrupt)
+    try:
+        h.run()
+    finally:  # (signal.signal runs a pending handler first: a Ctrl-C at the end is a request too)
+        signal.signal(signal.SIGINT, previous)
 
-    def work():
-        try:
-            h.run()
-        finally:
-            done.set()
 
-    threading.Thread(target=work, name="highs-run", daemon=True).start()
-    while not done.is_set():
-        try:
-            done.wait(0.1)
-        except KeyboardInterrupt:
-            stop.request("interrupted")
+def _interrupt(signum, frame) -> None:
+    stop.request("interrupted")
 
 
 def set_time_left(h: highspy.Highs, seconds: float) -> None:
