@@ -7,8 +7,8 @@ or interior-point iteration of a request, and every iterative driver (decomposit
 planes, output and support generation, Benders, LIP column generation) checks :func:`requested`
 once a round and ends with its incumbent: the best certified mechanism, the best valid bound and
 the reason as its status. The command line requests a stop from its signal handler and its
-deadline watchdog (:mod:`lpmech.cli`); in a Python session, Ctrl-C during a HiGHS run becomes a
-request (:func:`~lpmech.solvers.highs.run_highs`).
+deadline watchdog (:mod:`lpmech.cli`); in a Python session, Ctrl-C during a public solve
+(:func:`scope`) or a HiGHS run (:func:`~lpmech.solvers.highs.run_highs`) becomes a request.
 
 A request lasts until :func:`clear`; :func:`scope` clears it when the outermost model call that
 saw it returns, so the next call of a notebook session starts afresh.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 
@@ -86,20 +87,39 @@ def reserved() -> float:
     return _reserve
 
 
+def _sigint(signum, frame) -> None:
+    """Ctrl-C during a public solve in a Python session: a stop request; a second one, the usual
+    ``KeyboardInterrupt`` (for a step that does not check for a stop)."""
+    if requested() == "interrupted":
+        raise KeyboardInterrupt
+    request("interrupted")
+
+
 @contextlib.contextmanager
 def scope():
-    """A model call: a stop request still pending when the outermost scope ends is cleared."""
+    """A model call: a stop request still pending when the outermost scope ends is cleared. In
+    the main thread of a Python session (Python's own SIGINT handler in place), Ctrl-C during
+    the outermost scope is a stop request (:func:`_sigint`), wherever the solve is."""
     global _depth
     with _lock:
         _depth += 1
+        outermost = _depth == 1
+    previous = None
+    if (outermost and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        previous = signal.signal(signal.SIGINT, _sigint)
     try:
         yield
     finally:
-        with _lock:
-            _depth -= 1
-            outermost = _depth == 0
-        if outermost:
-            clear()
+        try:
+            if previous is not None:  # (a Ctrl-C still pending is handled by _sigint first)
+                signal.signal(signal.SIGINT, previous)
+        finally:
+            with _lock:
+                _depth -= 1
+                outermost = _depth == 0
+            if outermost:
+                clear()
 
 
 def scoped(fn):

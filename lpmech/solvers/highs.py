@@ -151,8 +151,9 @@ def run_highs(h: highspy.Highs, *, interruptible: bool = True) -> None:
     off, for the many short runs of a caller that checks :func:`lpmech.stop.requested` between
     them (the decomposition's pricing LPs: a Python callback at every simplex iteration took
     20 % of their time). In the main thread of a Python session, Ctrl-C during the run becomes a
-    stop request instead of a ``KeyboardInterrupt``: a handler that requests the stop is in place
-    while HiGHS runs (the next callback, or the return, runs it).
+    stop request instead of a ``KeyboardInterrupt``: a handler that only requests the stop is in
+    place while HiGHS runs (the next callback, or the return, runs it; an exception must not
+    cross HiGHS' C++ frames).
     """
     if interruptible and not getattr(h, "_lpmech_stoppable", False):
         h.cbSimplexInterrupt += _stop_requested
@@ -160,8 +161,8 @@ def run_highs(h: highspy.Highs, *, interruptible: bool = True) -> None:
         h.cbMipInterrupt += _stop_requested
         h._lpmech_stoppable = True
     if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        h.run()  # a worker thread or process, or a handler of the caller's (the CLI's) in place
+            or signal.getsignal(signal.SIGINT) not in (signal.default_int_handler, stop._sigint)):
+        h.run()  # a worker thread or process, or a handler of the caller's in place
         return
     previous = signal.signal(signal.SIGINT, _interrupt)
     try:
