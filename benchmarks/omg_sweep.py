@@ -13,7 +13,7 @@ the mechanism is certified, so the reference was suboptimal, see ``omg_sweep.agr
 other cell is listed at the end. Writes ``benchmarks/results/omg_sweep.csv`` and a heatmap
 ``omg_sweep.png`` (one panel per method, rows metric/prior, columns ε; ``--name`` changes the stem).
 
-    python benchmarks/omg_sweep.py --quick            # K = 16, ε ∈ {0.3, 4, 30}: about a minute
+    python benchmarks/omg_sweep.py --quick            # K = 16, ε ∈ {0.3, 4, 30}: about 15 s
     python benchmarks/omg_sweep.py --K 36             # the full grid of cells
     python benchmarks/omg_sweep.py --K 100 --methods cutting-plane decomposition --time-limit 300
 

@@ -150,7 +150,7 @@ def run_highs(h: highspy.Highs, *, interruptible: bool = True) -> None:
     ``kInterrupt``, reported as ``"interrupted"``). ``interruptible=False`` leaves the callbacks
     off, for the many short runs of a caller that checks :func:`lpmech.stop.requested` between
     them (the decomposition's pricing LPs: a Python callback at every simplex iteration took
-    20 % of their time). In the main thread of a Python session, Ctrl-C during the run becomes a
+    about 10 % of their HiGHS time). In the main thread of a Python session, Ctrl-C during the run becomes a
     stop request instead of a ``KeyboardInterrupt``: a handler that only requests the stop is in
     place while HiGHS runs (the next callback, or the return, runs it; an exception must not
     cross HiGHS' C++ frames).
