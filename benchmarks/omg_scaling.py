@@ -12,6 +12,7 @@ decomposition its rounds, the master LP's share of the time and the pricing time
 (``--name`` changes the file stem).
 
     python benchmarks/omg_scaling.py [--sizes 4 5 7 8 10 14 20] [--budget 600]
+    python benchmarks/omg_scaling.py --sizes 15 20 --seeds 0 1 2 --methods decomposition --baselines --old COMMIT
 
 qif is a test/benchmark dependency (``pip install -e ".[test]"``).
 """
@@ -92,6 +93,7 @@ def _load_old(commit, rel, name):
 def _old_module(commit):
     """The OMG large-K module as of ``commit``, imported beside the new one, with the generic
     decomposition engine (``lpmech/design/decomposition.py``) of the same commit where it had one.
+    The Geo-Ind notion (``lpmech/design/geoind.py``) of that commit replaces the new one in it.
     Its path is lpmech/models/omg_large.py before the layout by family, lpmech/models/omg/omg_large.py
     after it (imported inside the package it was written for, so its relative imports resolve)."""
     mod = (_load_old(commit, "lpmech/models/omg_large.py", f"lpmech.models._omg_large_{commit}")
@@ -101,7 +103,26 @@ def _old_module(commit):
         for attr in ("decompose", "PricingLP", "lagrangian"):
             if hasattr(mod, attr) and hasattr(engine, attr):
                 setattr(mod, attr, getattr(engine, attr))
+    notion = _load_old(commit, "lpmech/design/geoind.py", f"lpmech.design._geoind_{commit}")
+    if notion is not None:  # the Geo-Ind notion (rows, oracle, repair) of the same commit
+        for attr in ("GeoInd", "tents", "factor_matrix", "most_violated"):
+            if hasattr(mod, attr) and hasattr(notion, attr):
+                setattr(mod, attr, getattr(notion, attr))
     return mod
+
+
+def _warm_kernels(mod) -> None:
+    """Compile the Geo-Ind kernels of ``mod`` (a module with ``GeoInd``) in this process, before
+    any timing: the forked pricing workers inherit them (an old commit's kernels, loaded from a
+    temporary file, have no cache on disk and would compile in every worker of the first solve)."""
+    from lpmech.design import geoind
+
+    K = geoind.JIT_MIN_K
+    inst = li.grid(K, 1)
+    notion = mod.GeoInd(mod.factor_matrix(inst, 1.0), closure=np.exp(-inst.metric).T.copy())
+    v = np.linspace(1.0, 0.0, K)
+    notion.separator(0, notion.initial_rows(0))(v)
+    notion.repair(v[:, None])
 
 
 def _decomposition(inst, eps, workers, budget):
@@ -121,6 +142,8 @@ def main(argv=None):
                     help="grid sides g (K = g*g)")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="several Dirichlet(1) priors: each size is run for each seed (default: --seed)")
     ap.add_argument("--budget", type=float, default=600.0, help="seconds per solve (default 600)")
     ap.add_argument("--methods", nargs="+", default=["decomposition", "cutting-plane", "spanner"],
                     choices=["decomposition", "cutting-plane", "spanner"])
@@ -144,11 +167,16 @@ def main(argv=None):
             f" {'qif/ours':>9} {'full/ours':>9} {'objective':>13} {'max rel diff':>12} {'gap':>8}"
             f" {'real eps':>10} {'spanner +%':>10}")
     print(head, flush=True)
-    for g in args.sizes:
-        rng = np.random.default_rng(args.seed)
+    from lpmech.models.omg import omg_large
+
+    _warm_kernels(omg_large)
+    if args.old:
+        _warm_kernels(_old_module(args.old))
+    for g, seed in [(g, s) for g in args.sizes for s in (args.seeds or [args.seed])]:
+        rng = np.random.default_rng(seed)
         inst = li.grid(g, g).with_prior(rng.dirichlet(np.ones(g * g)))
         K = inst.K
-        row: dict = {"K": K}
+        row: dict = {"K": K, "seed": seed}
         results = {}
         for m in args.methods:
             if m in over:
