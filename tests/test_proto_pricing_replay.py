@@ -1,0 +1,49 @@
+"""The pricing replay (benchmarks/prototypes/omg_pricing_replay.py) against scipy's whole pricing LP."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from lpmech import instance as li
+from lpmech.design.geoind import GeoInd, factor_matrix
+
+PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "prototypes" / "omg_pricing_replay.py"
+
+
+@pytest.fixture(scope="module")
+def proto():
+    spec = importlib.util.spec_from_file_location("omg_pricing_replay", PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0])
+def test_replayed_pricing_optima_are_the_whole_pricing_lps(proto, eps):
+    """Every round's costs recorded from a solve, replayed: each optimum equals scipy's pricing LP
+    with every Geo-Ind row written (min w·v over 0 ≤ v ≤ 1, F_ij v_i ≤ v_j), and the outputs of
+    value 0 counted are those whose optimum is 0."""
+    g = 4
+    inst = li.grid(g, g).with_prior(np.random.default_rng(3).dirichlet(np.ones(g * g)))
+    rounds = proto.record(inst, eps)
+    assert len(rounds) >= 2 and all(W.shape == (inst.K, inst.K) for W in rounds)
+    F = factor_matrix(inst, eps)
+    notion = GeoInd(F, closure=np.exp(-eps * inst.metric).T.copy())
+    ks = list(range(0, inst.K, 3))
+    rows, values = proto.replay(notion, rounds, ks)
+    assert len(rows) == len(values) == len(rounds)
+    i, j = np.nonzero(F)
+    A = np.zeros((i.size, inst.K))
+    A[np.arange(i.size), i] = F[i, j]
+    A[np.arange(i.size), j] = -1.0
+    for W, found, row in zip(rounds, values, rows):
+        for k, value in zip(ks, found):
+            ref = linprog(W[:, k], A_ub=A, b_ub=np.zeros(i.size), bounds=(0, 1), method="highs",
+                          options={"primal_feasibility_tolerance": 1e-10,
+                                   "dual_feasibility_tolerance": 1e-10})
+            assert value == pytest.approx(ref.fun, abs=1e-8 * max(1.0, np.abs(W[:, k]).max()))
+        assert row["zero_outputs"] == sum(abs(v) <= 1e-12 for v in found)
+    assert rows[0]["runs_per_lp"] >= 1.0
