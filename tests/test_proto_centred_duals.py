@@ -1,24 +1,17 @@
 """The IPM-centred-duals prototype (benchmarks/prototypes/omg_centred_duals.py) against the full LP."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from lpmech import instance as li
 from lpmech.design import decomposition as dec
 from lpmech.models import omg
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "prototypes" / "omg_centred_duals.py"
+from tests.conftest import load_prototype
 
 
 @pytest.fixture(scope="module")
 def proto():
-    spec = importlib.util.spec_from_file_location("omg_centred_duals", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_prototype("omg_centred_duals")
 
 
 @pytest.mark.parametrize("g, eps, smooth", [(5, 1.0, False), (5, 2.0, True), (4, 0.5, True)])

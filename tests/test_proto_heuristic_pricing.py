@@ -1,23 +1,16 @@
 """The heuristic-pricing prototype (benchmarks/prototypes/omg_heuristic_pricing.py) against the full LP."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from lpmech import instance as li
 from lpmech.models import omg
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "prototypes" / "omg_heuristic_pricing.py"
+from tests.conftest import load_prototype
 
 
 @pytest.fixture(scope="module")
 def proto():
-    spec = importlib.util.spec_from_file_location("omg_heuristic_pricing", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_prototype("omg_heuristic_pricing")
 
 
 def _brute_in_cone(V, metric, eps, tol=1e-12):

@@ -1,24 +1,17 @@
 """The pricing replay (benchmarks/prototypes/omg_pricing_replay.py) against scipy's whole pricing LP."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.optimize import linprog
 
 from lpmech import instance as li
 from lpmech.design.geoind import GeoInd, factor_matrix
-
-PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "prototypes" / "omg_pricing_replay.py"
+from tests.conftest import load_prototype
 
 
 @pytest.fixture(scope="module")
 def proto():
-    spec = importlib.util.spec_from_file_location("omg_pricing_replay", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_prototype("omg_pricing_replay")
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0])
