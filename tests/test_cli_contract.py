@@ -91,6 +91,33 @@ def test_ctrl_c_stops_within_2_s(case):
         _check_incumbent(d, float(case[case.index("--epsilon") + 1]) if "--epsilon" in case else 1.0)
 
 
+def test_the_report_of_an_ended_command_is_made_when_its_end_is_set():
+    """Ctrl-C (or the deadline) sets the end and, at once, the bytes the ending writes: exit 130
+    with an "interrupted" JSON object (4 and "time_limit" at the deadline), so that ending the
+    process waits on nothing the command's thread holds."""
+    import argparse
+    import json
+
+    from lpmech.cli import _Watch
+
+    stop.clear()
+    try:
+        watch = _Watch(argparse.Namespace(json=True, command="omg", time_limit=None), entry=False)
+        assert watch.report is None
+        watch._sigint(signal.SIGINT, None)
+        code, obj, line = watch.report
+        assert code == 130 and line == b"lpmech: error: interrupted (nothing was written)\n"
+        d = json.loads(obj)
+        assert d["status"] == "interrupted" and d["exit_code"] == 130 and d["command"] == "omg"
+        stop.clear()
+        stop.request("time_limit")
+        watch = _Watch(argparse.Namespace(json=False, command="omg", time_limit=5.0), entry=False)
+        code, obj, line = watch._report()
+        assert code == 4 and obj is None and b"time limit of 5 s" in line
+    finally:
+        stop.clear()
+
+
 def test_ctrl_c_waits_for_the_certification_the_solve_reserved():
     """After the first Ctrl-C the command is ended only STOP_GRACE plus the seconds its solve
     reserved for certifying its incumbent later (K = 1,024: about 30 s), as at a deadline; a
