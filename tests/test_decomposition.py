@@ -207,13 +207,20 @@ def _pricing_case(notion_kind, rng, n_points=14, eps=0.9, k=3):
     return notion, k, sp.csr_matrix(notion.rows()), ub
 
 
+def whole_pricing_lp(w, A, ub):
+    """scipy's optimum of the pricing LP with every row: min w·v, A v ≤ 0, 0 ≤ v ≤ ub, to 1e-10
+    tolerances (at the defaults linprog misses such minima by up to ~1e-7)."""
+    return linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(w.size), ub)),
+                   method="highs", options={"primal_feasibility_tolerance": 1e-10,
+                                            "dual_feasibility_tolerance": 1e-10})
+
+
 def _prices_the_whole_lp(lp, w, A, ub):
     """``lp.price(w)`` gives the optimum of the pricing LP with every row (scipy linprog), a
     point of its cone, and a valid Lagrangian bound equal to it up to tolerances."""
     from lpmech.design.decomposition import lagrangian
 
-    ref = linprog(w, A_ub=A, b_ub=np.zeros(A.shape[0]), bounds=list(zip(np.zeros(w.size), ub)),
-                  method="highs")
+    ref = whole_pricing_lp(w, A, ub)
     v, value, rho = lp.price(w)
     assert value == pytest.approx(ref.fun, abs=1e-8)
     assert float(w @ v) == pytest.approx(ref.fun, abs=1e-8)

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog
+import scipy.sparse as sp
 
 from lpmech import instance as li
 from lpmech.design.geoind import GeoInd, factor_matrix
 from tests.conftest import load_prototype
+from tests.test_decomposition import whole_pricing_lp
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +29,10 @@ def test_replayed_pricing_optima_are_the_whole_pricing_lps(proto, eps):
     ks = list(range(0, inst.K, 3))
     rows, values = proto.replay(notion, rounds, ks)
     assert len(rows) == len(values) == len(rounds)
-    i, j = np.nonzero(F)
-    A = np.zeros((i.size, inst.K))
-    A[np.arange(i.size), i] = F[i, j]
-    A[np.arange(i.size), j] = -1.0
+    A, ub = sp.csr_matrix(notion.rows()), np.ones(inst.K)
     for W, found, row in zip(rounds, values, rows):
         for k, value in zip(ks, found):
-            ref = linprog(W[:, k], A_ub=A, b_ub=np.zeros(i.size), bounds=(0, 1), method="highs",
-                          options={"primal_feasibility_tolerance": 1e-10,
-                                   "dual_feasibility_tolerance": 1e-10})
+            ref = whole_pricing_lp(W[:, k], A, ub)
             assert value == pytest.approx(ref.fun, abs=1e-8 * max(1.0, np.abs(W[:, k]).max()))
         assert row["zero_outputs"] == sum(abs(v) <= 1e-12 for v in found)
     assert rows[0]["runs_per_lp"] >= 1.0
