@@ -51,25 +51,10 @@ from lpmech.solvers import dense_lp
 
 def prox_point(V: np.ndarray, c: np.ndarray, centre: np.ndarray, t: float, tol: float = 1e-8):
     """argmax Σy − ‖y − centre‖²/(2t) s.t. Vᵀy ≤ c (CVXOPT coneqp, numpy normal equations)."""
-    import scipy.linalg as sla
     from cvxopt import matrix, solvers
 
     K = V.shape[0]
     Gt = np.asarray(V, float).T
-
-    def kkt(W):
-        s = 1.0 / np.asarray(W["d"]).ravel()
-        Gs = Gt * s[:, None]
-        M = Gs.T @ Gs
-        M[np.diag_indices(K)] += 1.0 / t
-        L = sla.cho_factor(M, lower=True, check_finite=False)
-
-        def f(x, y, z):
-            bz = s * np.asarray(z).ravel()
-            ux = sla.cho_solve(L, np.asarray(x).ravel() + Gs.T @ bz, check_finite=False)
-            x[:] = matrix(ux)
-            z[:] = matrix(Gs @ ux - bz)
-        return f
 
     def P(x, y, alpha=1.0, beta=0.0):
         r = alpha * np.asarray(x).ravel() / t
@@ -80,7 +65,7 @@ def prox_point(V: np.ndarray, c: np.ndarray, centre: np.ndarray, t: float, tol: 
     q = matrix(-np.ones(K) - centre / t)
     opts = {"show_progress": False, "abstol": tol, "reltol": tol, "feastol": tol, "maxiters": 100}
     sol = solvers.coneqp(P, q, dense_lp._products(Gt), matrix(np.asarray(c, float)),
-                         kktsolver=kkt, options=opts)
+                         kktsolver=dense_lp._normal_kkt(Gt, shift=1.0 / t), options=opts)
     if sol["x"] is None:
         return None, 0
     return np.asarray(sol["x"]).ravel(), int(sol["iterations"])

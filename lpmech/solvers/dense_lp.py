@@ -47,12 +47,13 @@ class Stopped(Exception):
     """The ``stop`` callable of :func:`solve` asked the interior point to end."""
 
 
-def _normal_kkt(Gt: np.ndarray, stop=None):
+def _normal_kkt(Gt: np.ndarray, stop=None, shift: float = 0.0):
     """CVXOPT's ``kktsolver`` for ``G = Gt`` (n×K) and no equality rows, by the normal equations.
 
-    For the scaling W = diag(d) CVXOPT asks for ux, uz with Gᵀuz = bx, G ux − W²uz = bz (and W uz
-    back in z): ux = M⁻¹(bx + Gᵀ D⁻² bz), M = Gᵀ D⁻² G factored once per iteration (where
-    ``stop()``, if given and true, ends the solve with :class:`Stopped`)."""
+    For the scaling W = diag(d) CVXOPT asks for ux, uz with P ux + Gᵀuz = bx, G ux − W²uz = bz
+    (and W uz back in z), P = ``shift``·I (0 for an LP; a QP's ``coneqp`` with P = shift·I): ux =
+    M⁻¹(bx + Gᵀ D⁻² bz), M = P + Gᵀ D⁻² G factored once per iteration (where ``stop()``, if given
+    and true, ends the solve with :class:`Stopped`)."""
     import scipy.linalg as sla
     from cvxopt import matrix
 
@@ -61,8 +62,11 @@ def _normal_kkt(Gt: np.ndarray, stop=None):
             raise Stopped
         s = 1.0 / np.asarray(W["d"]).ravel()
         Gs = Gt * s[:, None]
+        M = Gs.T @ Gs
+        if shift:
+            M[np.diag_indices_from(M)] += shift
         try:
-            L = sla.cho_factor(Gs.T @ Gs, lower=True, check_finite=False)
+            L = sla.cho_factor(M, lower=True, check_finite=False)
         except np.linalg.LinAlgError as exc:  # CVXOPT ends the solve on ArithmeticError
             raise ArithmeticError(str(exc)) from None
 
