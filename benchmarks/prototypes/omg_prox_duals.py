@@ -174,7 +174,8 @@ def main(argv=None):
                 st = r.stats
                 print(f"K={g * g} seed={seed} {arm}: {s:.1f} s, {st['rounds']} rounds, "
                       f"objective {r.objective:.9g}, master {st['master_s']:.1f} s, pricing "
-                      f"{st['pricing_s']:.1f} s, prox {ProxState.prox_s:.1f} s", flush=True)
+                      f"{st['pricing_s']:.1f} s, prox {ProxState.prox_s:.1f} s "
+                      f"({ProxState.prox_iters} QP iterations)", flush=True)
 
 
 if __name__ == "__main__":
