@@ -64,6 +64,8 @@ def solve_outputs_dw(problem: Problem, *, tol: float = 9e-7, time_limit: float =
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     notion, C, K, n = problem.notion, problem.C, problem.K, problem.n
+    if len(problem.extra_rows):
+        raise ValueError("the prototype takes problems without extra rows")
     HI = problem.allowed().astype(float)
     S = sorted(np.argsort((C * HI).sum(axis=0) + 1e-12 * np.arange(n),
                           kind="stable")[:max(4, math.ceil(math.sqrt(n)))].tolist())
