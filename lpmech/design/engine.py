@@ -24,8 +24,10 @@ Result`, certified the same way whatever the path:
   notion holds an ε-LIP with ε ≤ ``LIP_OUTPUTS_MAX_EPS`` (its ratio rows tie every entry to P·v,
   so optimal mechanisms use few outputs), else ``"decomposition"``. Measured on Geo-Ind (ε = 1) ∧
   ε_LIP-LIP, 10×10 grid, Dirichlet prior, 2 workers: ε_LIP = 1, outputs 6.9 s against the
-  decomposition's 143 rounds in 26 s; ε_LIP = 2, outputs 69 s against 26 s; ε_LIP = 4, outputs
-  over 200 s. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by output generation.
+  decomposition's 143 rounds in 26 s; ε_LIP = 2, outputs 28.6 s against 11.7 s; ε_LIP = 4, outputs
+  over 200 s. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by output generation. A skewed prior
+  favours output generation further (Gowalla, ε_LIP = 2: K = 100 in 3.7 s against 39.6 s, K = 400
+  certified in 592 s, where the decomposition stalls): ``method="outputs"`` there.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
