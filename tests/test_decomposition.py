@@ -582,3 +582,28 @@ def _geoind_reference(inst, eps, C):
                                            "dual_feasibility_tolerance": 1e-10})
     assert ref.status == 0
     return float(ref.fun)
+
+
+def test_pricers_hand_back_the_rows_of_each_pricing_lp():
+    """``rows_of`` gives each output's rows as its pricing LP holds them, the same from forked
+    workers as in-process: the starting rows among them, and the LP's optimum v meets every one."""
+    from lpmech.design.decomposition import LocalPricer, ProcessPricer
+    from lpmech.design.notion import start_rows
+
+    inst = li.grid(4, 4, prior=np.random.default_rng(2).dirichlet(np.ones(16)))
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    W = inst.prior[:, None] * inst.loss - 0.02
+    ks = [11, 0, 5]
+    got = {}
+    for pricer in (ProcessPricer(notion, 16, 2), LocalPricer(notion, 16)):
+        try:
+            priced = {k: v for k, v, *_ in pricer.price(np.arange(16), W, None)}
+            got[pricer.backend] = pricer.rows_of(ks)
+        finally:
+            pricer.close()
+    for k, Rp, Rl in zip(ks, got["process"], got["local"], strict=True):
+        assert Rp.shape == Rl.shape and abs(Rp - Rl).max() == 0
+        assert Rp.shape[0] > start_rows(notion, k).shape[0]  # the oracle added rows
+        start = {tuple(r) for r in start_rows(notion, k).toarray()}
+        assert start <= {tuple(r) for r in Rp.toarray()}
+        assert (Rp @ priced[k]).max() <= 1e-9

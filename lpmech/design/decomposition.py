@@ -149,6 +149,10 @@ class PricingLP:
     def asleep(self) -> bool:
         return self.h is None
 
+    def row_matrix(self) -> sp.csr_matrix:
+        """The rows A v ≤ 0 this LP holds (its starting rows and those its oracle added)."""
+        return sp.csr_matrix((self.r_val, (self.r_row, self.r_col)), shape=(self.n_rows, self.N))
+
     def sleep(self) -> None:
         """Free the HiGHS model (K = 1,024, 9,000 rows: ~10 MB), keeping its basis (~10 kB); the
         rows stay in the kept copy. Measured on replayed pricing rounds at K = 1,024: the restart
@@ -475,6 +479,10 @@ class LocalPricer:
     def n_rows(self) -> int:
         return sum(lp.n_rows for lp in self.lps.values())
 
+    def rows_of(self, outputs) -> list[sp.csr_matrix]:
+        """The rows each output's pricing LP holds (:meth:`PricingLP.row_matrix`)."""
+        return [self.lps[int(k)].row_matrix() for k in outputs]
+
     def asleep(self) -> int:
         return _asleep(self.lps)
 
@@ -491,6 +499,9 @@ def _worker(conn, notion, outputs, halt, workers) -> None:  # pragma: no cover -
         while (msg := conn.recv()) is not None:
             if msg == "rows":
                 conn.send((sum(lp.n_rows for lp in lps.values()), _asleep(lps)))
+                continue
+            if msg[0] == "rows_of":
+                conn.send([lps[int(k)].row_matrix() for k in msg[1]])
                 continue
             ks, W, deadline = msg
             try:
@@ -579,6 +590,17 @@ class ProcessPricer:
 
     def n_rows(self) -> int:
         return int(self._counts()[0])
+
+    def rows_of(self, outputs) -> list[sp.csr_matrix]:
+        """The rows each output's pricing LP holds, from the workers that own them."""
+        outputs = [int(k) for k in outputs]
+        got = {}
+        for w, conn in enumerate(self.conns):
+            ks = [k for k in outputs if self.owner[k] == w]
+            if ks:
+                conn.send(("rows_of", ks))
+                got.update(zip(ks, conn.recv(), strict=True))
+        return [got[k] for k in outputs]
 
     def asleep(self) -> int:
         return int(self._counts()[1])

@@ -27,7 +27,7 @@ Result`, certified the same way whatever the path:
   decomposition's 143 rounds in 26 s; ε_LIP = 2, outputs 28.6 s against 11.7 s; ε_LIP = 4, outputs
   over 200 s. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by output generation. A skewed prior
   favours output generation further (Gowalla, ε_LIP = 2: K = 100 in 3.7 s against 39.6 s, K = 400
-  certified in 592 s, where the decomposition stalls): ``method="outputs"`` there.
+  certified in 453 s, where the decomposition stalls): ``method="outputs"`` there.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under

@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["LP_METHODS", "restricted_lp", "solve_outputs"]
 
+#: an output joining S starts the restricted LP with the rows of its pricing LP (which has found
+#: that output's rows at its pricing optimum already), not with the notion's starting rows
+SEED_ROWS = True
 #: how :func:`solve_outputs` solves its restricted LP (``lp``)
 LP_METHODS = ("simplex", "ipm", "clarabel", "race")
 
@@ -106,8 +109,9 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     try:
         for rnd in range(1, int(max_rounds) + 1):
             for k in S:
-                if k not in rows:
-                    rows[k] = start_rows(notion, k)
+                if k not in oracles:
+                    if k not in rows:
+                        rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
             out, lazy = restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, lp=lp)
             if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
@@ -162,7 +166,11 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 status = "time_limit"
                 break
             cand.sort()
-            S = sorted(inS | {k for _, k in cand[:add_per_round]})
+            new = [k for _, k in cand[:add_per_round]]
+            if SEED_ROWS and hasattr(pricer, "rows_of"):  # rows its pricing LP has found already
+                for k, R in zip(new, pricer.rows_of(new), strict=True):
+                    rows[k] = R
+            S = sorted(inS | set(new))
         pricing_rows = pricer.n_rows()
     finally:
         pricer.close()
