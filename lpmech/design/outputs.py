@@ -12,7 +12,8 @@ cutting_planes.LazyLP`), so only the choice of outputs is iterative:
    w_k = C_·k − μ − Σ_r y_r A_r[·, k] (the pricing LPs of the decomposition, kept warm; an output
    whose last reduced costs, shifted by the change of w_k, cannot go below the threshold is not
    re-solved). The Lagrangian L(y) = Σ μ + Σ_r y_r·(lo|hi) + Σ_k min_v w_k·v is a valid lower bound;
-3. add the outputs with the most negative prices to S; stop when the gap closes or none prices out.
+3. add the outputs with the most negative prices to S, each with the rows its pricing LP holds
+   (:data:`SEED_ROWS`); stop when the gap closes or none prices out.
 
 The result is an uncertified :class:`~lpmech.solvers.result.Result` (x = the K×n matrix, raveled);
 the engine certifies it like every other path.
