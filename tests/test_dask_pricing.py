@@ -35,6 +35,23 @@ def test_dask_actors_give_the_local_optimum(client):
     assert dask.optimality.bound <= full * (1 + 1e-9)
 
 
+def test_dask_actors_hand_back_the_rows_of_each_pricing_lp(client):
+    """``rows_of`` from the actors equals the rows of the same LPs priced in this process."""
+    inst = li.grid(4, 4, prior=np.random.default_rng(2).dirichlet(np.ones(16)))
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    W = inst.prior[:, None] * inst.loss - 0.02
+    dask = dc.make_pricer(notion, 16, executor=client)
+    local = dc.LocalPricer(notion, 16)
+    try:
+        dask.price(np.arange(16), W, None)
+        local.price(np.arange(16), W, None)
+        ks = [9, 2, 15, 4]
+        for Rd, Rl in zip(dask.rows_of(ks), local.rows_of(ks), strict=True):
+            assert Rd.shape == Rl.shape and abs(Rd - Rl).max() == 0
+    finally:
+        dask.close()
+
+
 def test_generic_decompose_on_dask_with_an_extra_row(client):
     inst = li.grid(3, 3, prior=np.random.default_rng(8).dirichlet(np.ones(9)))
     notion = GeoInd(omg.factor_matrix(inst, 0.6))

@@ -486,6 +486,8 @@ def test_a_killed_pricing_worker_is_a_solver_error_not_a_closed_stdout():
         pricer.procs[0].join()
         with pytest.raises(SolverError, match="pricing worker process died"):
             pricer.price(np.arange(16), W, None)
+        with pytest.raises(SolverError, match="pricing worker process died"):
+            pricer.rows_of([0, 1])  # outputs of both workers: the dead one is named
     finally:
         pricer.close()
 

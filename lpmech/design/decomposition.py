@@ -168,8 +168,7 @@ class PricingLP:
     def _wake(self) -> None:
         self._init_model()
         if self.n_rows:
-            self._insert(sp.csr_matrix((self.r_val, (self.r_row, self.r_col)),
-                                       shape=(self.n_rows, self.N)))
+            self._insert(self.row_matrix())
         if self._basis is not None and self._basis.valid:
             self.h.setBasis(self._basis)
         self._basis = None
@@ -462,6 +461,23 @@ def _asleep(lps: dict) -> int:
     return sum(lp.asleep for lp in lps.values())
 
 
+def _rows_of(lps: dict, outputs) -> list[sp.csr_matrix]:
+    """The rows each output's pricing LP holds (:meth:`PricingLP.row_matrix`), in order."""
+    return [lps[int(k)].row_matrix() for k in outputs]
+
+
+def _by_owner(owner: np.ndarray, outputs, ask) -> list:
+    """``ask(w, ks)`` for each worker w owning some of ``outputs`` (a list per output, in the
+    order of ``ks``), gathered back into the order of ``outputs``."""
+    outputs = [int(k) for k in outputs]
+    got = {}
+    for w in range(int(owner.max()) + 1 if owner.size else 0):
+        ks = [k for k in outputs if owner[k] == w]
+        if ks:
+            got.update(zip(ks, ask(w, ks), strict=True))
+    return [got[k] for k in outputs]
+
+
 class LocalPricer:
     """The pricing LPs of all outputs in this process."""
 
@@ -481,7 +497,7 @@ class LocalPricer:
 
     def rows_of(self, outputs) -> list[sp.csr_matrix]:
         """The rows each output's pricing LP holds (:meth:`PricingLP.row_matrix`)."""
-        return [self.lps[int(k)].row_matrix() for k in outputs]
+        return _rows_of(self.lps, outputs)
 
     def asleep(self) -> int:
         return _asleep(self.lps)
@@ -501,7 +517,7 @@ def _worker(conn, notion, outputs, halt, workers) -> None:  # pragma: no cover -
                 conn.send((sum(lp.n_rows for lp in lps.values()), _asleep(lps)))
                 continue
             if msg[0] == "rows_of":
-                conn.send([lps[int(k)].row_matrix() for k in msg[1]])
+                conn.send(_rows_of(lps, msg[1]))
                 continue
             ks, W, deadline = msg
             try:
@@ -593,14 +609,14 @@ class ProcessPricer:
 
     def rows_of(self, outputs) -> list[sp.csr_matrix]:
         """The rows each output's pricing LP holds, from the workers that own them."""
-        outputs = [int(k) for k in outputs]
-        got = {}
-        for w, conn in enumerate(self.conns):
-            ks = [k for k in outputs if self.owner[k] == w]
-            if ks:
-                conn.send(("rows_of", ks))
-                got.update(zip(ks, conn.recv(), strict=True))
-        return [got[k] for k in outputs]
+        def ask(w, ks):
+            try:
+                self.conns[w].send(("rows_of", ks))
+                return self.conns[w].recv()
+            except (BrokenPipeError, ConnectionResetError, EOFError):
+                raise SolverError(WORKER_DIED) from None
+
+        return _by_owner(self.owner, outputs, ask)
 
     def asleep(self) -> int:
         return int(self._counts()[1])
@@ -633,6 +649,9 @@ class PricingActor:
     def n_rows(self) -> int:
         return sum(lp.n_rows for lp in self.lps.values())
 
+    def rows_of(self, ks) -> list[sp.csr_matrix]:
+        return _rows_of(self.lps, ks)
+
 
 class DaskPricer:
     """The pricing LPs on stateful Dask actors, one per worker (round-robin outputs)."""
@@ -662,6 +681,10 @@ class DaskPricer:
 
     def n_rows(self) -> int:
         return sum(c.result() for c in [a.n_rows() for a in self.actors])
+
+    def rows_of(self, outputs) -> list[sp.csr_matrix]:
+        """The rows each output's pricing LP holds, from the actors that own them."""
+        return _by_owner(self.owner, outputs, lambda w, ks: self.actors[w].rows_of(ks).result())
 
     def asleep(self) -> int:  # the actors' machines are not ours to budget: their LPs stay awake
         return 0

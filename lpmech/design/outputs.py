@@ -168,7 +168,7 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                 break
             cand.sort()
             new = [k for _, k in cand[:add_per_round]]
-            if SEED_ROWS and hasattr(pricer, "rows_of"):  # rows its pricing LP has found already
+            if SEED_ROWS:  # the rows its pricing LP has found already
                 for k, R in zip(new, pricer.rows_of(new), strict=True):
                     rows[k] = R
             S = sorted(inS | set(new))
