@@ -65,6 +65,10 @@ METHODS = ("auto", "full", "decomposition", "outputs", "pyomo")
 AUTO_FULL_MAX = 2500
 #: ``auto`` solves a notion holding an ε-LIP with ε at most this by output generation (module docstring)
 LIP_OUTPUTS_MAX_EPS = 1.0
+#: ... and one with ε at most this when its prior is skewed: participation ratio 1/Σp² at most
+#: ``LIP_OUTPUTS_MAX_SPREAD``·K
+LIP_OUTPUTS_SKEWED_MAX_EPS = 2.0
+LIP_OUTPUTS_MAX_SPREAD = 0.35
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix", "loss_cap",
            "merge_outputs", "solve", "starting_columns", "truth_floor"]
@@ -191,8 +195,18 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
     from .notions import LIP
 
     parts = getattr(problem.notion, "parts", [problem.notion])  # merged outputs keep the parts
-    tight = any(isinstance(p, LIP) and p.epsilon <= LIP_OUTPUTS_MAX_EPS for p in parts)
-    return "outputs" if tight else "decomposition"
+    few = any(isinstance(p, LIP) and lip_uses_few_outputs(p) for p in parts)
+    return "outputs" if few else "decomposition"
+
+
+def lip_uses_few_outputs(lip) -> bool:
+    """Whether ``auto`` expects an optimum under this ε-LIP to use few outputs: ε ≤
+    ``LIP_OUTPUTS_MAX_EPS``, or ε ≤ ``LIP_OUTPUTS_SKEWED_MAX_EPS`` with the prior's participation
+    ratio 1/Σp² at most ``LIP_OUTPUTS_MAX_SPREAD``·K (``benchmarks/design_auto.py``)."""
+    if lip.epsilon <= LIP_OUTPUTS_MAX_EPS:
+        return True
+    spread = 1.0 / float(np.sum(lip.prior ** 2))
+    return lip.epsilon <= LIP_OUTPUTS_SKEWED_MAX_EPS and spread <= LIP_OUTPUTS_MAX_SPREAD * lip.K
 
 
 @stop.scoped

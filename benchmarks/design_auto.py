@@ -1,0 +1,111 @@
+"""What ``method="auto"`` picks for Geo-Ind ∧ LIP, against both paths, across priors and ε_LIP.
+
+For each prior (the Gowalla NYC check-in prior on a W×W grid, and Dirichlet(α) priors, seed
+``--seed``, for each ``--alpha``) and each ``--eps-lip``, the notion Geo-Ind(ε) ∧ LIP(ε_LIP) is
+solved through ``lpmech.design.solve`` by output generation and by the decomposition, alternating
+which runs first, both certified; prints each time, their ratio, the prior's participation ratio
+1/Σp² (as a share of K), the path ``auto`` picks (:func:`lpmech.design.engine.choose_method`) and
+whether it is the faster one (or within 1.2× of it). The two optima are compared. Writes
+``benchmarks/results/design_auto.csv`` and ``.png`` (time ratio against participation ratio).
+
+    python benchmarks/design_auto.py [--size 10] [--eps-lip 1.5 2] [--alpha 0.1 0.3 0.5 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from design_composed import DEFAULT_FILE, gowalla_grid
+
+from lpmech.design import LIP, DPrivacy, Problem, solve
+from lpmech.design.engine import choose_method
+from lpmech.errors import LpmechError
+from lpmech.io import write_csv
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def timed(notion, prior, loss, method, time_limit):
+    t0 = time.perf_counter()
+    try:
+        res = solve(notion, prior=prior, loss=loss, method=method, time_limit=time_limit)
+    except LpmechError as exc:
+        return time.perf_counter() - t0, None, type(exc).__name__
+    return time.perf_counter() - t0, res, res.status
+
+
+def plot(rows, path: Path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for e in sorted({r["eps_lip"] for r in rows}):
+        got = sorted((r["participation"], r["ratio"]) for r in rows if r["eps_lip"] == e)
+        ax.loglog(*zip(*got), "o-", label=f"ε_LIP = {e:g}")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xlabel("participation ratio 1/Σp² ÷ K")
+    ax.set_ylabel("decomposition time ÷ output-generation time")
+    ax.legend()
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    os.replace(tmp, path)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=10, help="grid side W (K = W²)")
+    ap.add_argument("--eps", type=float, default=1.0, help="Geo-Ind ε per cell")
+    ap.add_argument("--eps-lip", type=float, nargs="+", default=[1.5, 2.0])
+    ap.add_argument("--alpha", type=float, nargs="+", default=[0.1, 0.3, 0.5, 1.0],
+                    help="Dirichlet concentrations (besides the Gowalla prior)")
+    ap.add_argument("--no-gowalla", action="store_true", help="Dirichlet priors only")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
+    ap.add_argument("--name", default="design_auto")
+    args = ap.parse_args(argv)
+    if not DEFAULT_FILE.is_file():
+        raise SystemExit(f"no Gowalla file at {DEFAULT_FILE} (set LPMECH_DATA)")
+    base = gowalla_grid(DEFAULT_FILE, args.size)
+    priors = [] if args.no_gowalla else [("gowalla", base)]
+    priors += [(f"dirichlet({a:g})", base.with_prior(
+        np.random.default_rng(args.seed).dirichlet(np.full(base.K, a)))) for a in args.alpha]
+    OUT.mkdir(parents=True, exist_ok=True)
+    rows, c = [], 0
+    for e in args.eps_lip:
+        for label, inst in priors:
+            notion = DPrivacy(inst, args.eps) & LIP(inst.prior, e)
+            auto = choose_method(Problem.make(notion, prior=inst.prior, loss=inst.loss))
+            order = ("outputs", "decomposition")[::1 if c % 2 == 0 else -1]
+            c += 1
+            got = {m: timed(notion, inst.prior, inst.loss, m, args.time_limit) for m in order}
+            (t_out, out, s_out), (t_dec, dec, s_dec) = got["outputs"], got["decomposition"]
+            part = 1.0 / float(np.sum(inst.prior ** 2)) / inst.K
+            faster = "outputs" if t_out <= t_dec else "decomposition"
+            row = dict(prior=label, eps_lip=e, K=inst.K, participation=part, outputs_s=t_out,
+                       outputs_status=s_out, decomposition_s=t_dec, decomposition_status=s_dec,
+                       ratio=t_dec / t_out, auto=auto, faster=faster,
+                       auto_ok=got[auto][0] <= 1.2 * min(t_out, t_dec),
+                       objective=None if out is None else out.objective,
+                       diff=None if out is None or dec is None else abs(out.objective - dec.objective))
+            rows.append(row)
+            write_csv(OUT / f"{args.name}.csv", rows)
+            print(f"eps_LIP {e:g}, {label} (1/Σp² = {part:.3f} K): outputs {t_out:.1f} s ({s_out}), "
+                  f"decomposition {t_dec:.1f} s ({s_dec}), ratio dec/out {row['ratio']:.2f}; auto "
+                  f"picks {auto}: {'ok' if row['auto_ok'] else 'SLOWER'}"
+                  + ("" if row["diff"] is None else f", |diff| {row['diff']:.1e}"), flush=True)
+    plot(rows, OUT / f"{args.name}.png")
+    ok = sum(r["auto_ok"] for r in rows)
+    print(f"auto within 1.2x of the faster path in {ok}/{len(rows)} cases; wrote "
+          f"{OUT / (args.name + '.csv')} and .png")
+
+
+if __name__ == "__main__":
+    main()
