@@ -531,5 +531,32 @@ def test_auto_solves_lip_compositions_by_output_generation():
     assert auto.stats["outputs_used"] < inst.K / 2
     assert lip.lip_epsilon(auto.mechanism.matrix, inst.prior) <= 1.0 * (1 + 1e-6)
     assert realized_epsilon(auto.mechanism.matrix, inst.metric) <= 1.0 * (1 + 1e-6)
-    loose = Problem.make(DPrivacy(inst, 1.0) & LIP(inst.prior, 2.0), prior=inst.prior, loss=inst.loss)
+    flat = np.full(inst.K, 1.0 / inst.K)  # participation ratio K: the decomposition above ε = 1.4
+    loose = Problem.make(DPrivacy(inst, 1.0) & LIP(flat, 1.5), prior=flat, loss=inst.loss)
     assert choose_method(loose) == "decomposition"
+
+
+def test_auto_weighs_the_prior_against_lip_epsilon():
+    """Above ε_LIP = 1, "auto" picks output generation while the prior's participation ratio
+    1/Σp² is at most LIP_OUTPUTS_SPREAD·K/ε², or LIP_OUTPUTS_SKEWED·K at any ε (computed here from
+    the prior, not by the engine), and at ε_LIP = 3 on a skewed prior reaches the full LP's optimum."""
+    from lpmech.design.engine import LIP_OUTPUTS_SKEWED, LIP_OUTPUTS_SPREAD
+
+    rng = np.random.default_rng(5)
+    inst = li.grid(8, 7, 1.0, unit="cell")
+    for alpha in (0.05, 0.3, 1.0, 5.0):
+        p = rng.dirichlet(np.full(inst.K, alpha))
+        spread = 1.0 / (p @ p)
+        for e in (1.0, 1.5, 2.0, 3.0, 5.0):
+            problem = Problem.make(DPrivacy(inst, 1.0) & LIP(p, e), prior=p, loss=inst.loss)
+            few = spread * e * e <= LIP_OUTPUTS_SPREAD * inst.K or spread <= LIP_OUTPUTS_SKEWED * inst.K
+            assert choose_method(problem) == ("outputs" if few else "decomposition"), (alpha, e)
+    p = rng.dirichlet(np.full(inst.K, 0.05))
+    assert 1.0 / (p @ p) * 9 <= LIP_OUTPUTS_SPREAD * inst.K
+    notion = DPrivacy(inst, 1.0) & LIP(p, 3.0)
+    auto = solve(notion, prior=p, loss=inst.loss, workers=1)
+    full = solve(notion, prior=p, loss=inst.loss, method="full")
+    assert auto.stats["method"] == "outputs"
+    assert auto.objective == pytest.approx(full.objective, rel=1e-7)
+    assert lip.lip_epsilon(auto.mechanism.matrix, p) <= 3.0 * (1 + 1e-6)
+    assert realized_epsilon(auto.mechanism.matrix, inst.metric) <= 1.0 * (1 + 1e-6)

@@ -21,13 +21,17 @@ Result`, certified the same way whatever the path:
   :func:`lpmech.design.pyomo.build_pyomo` to add constraints, then :func:`~lpmech.design.pyomo.
   solve_model`);
 * ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"outputs"`` when the
-  notion holds an ε-LIP with ε ≤ ``LIP_OUTPUTS_MAX_EPS`` (its ratio rows tie every entry to P·v,
-  so optimal mechanisms use few outputs), else ``"decomposition"``. Measured on Geo-Ind (ε = 1) ∧
-  ε_LIP-LIP, 10×10 grid, Dirichlet prior, 2 workers: ε_LIP = 1, outputs 6.9 s against the
-  decomposition's 143 rounds in 26 s; ε_LIP = 2, outputs 28.6 s against 11.7 s; ε_LIP = 4, outputs
-  over 200 s. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by output generation. A skewed prior
-  favours output generation further (Gowalla, ε_LIP = 2: K = 100 in 3.7 s against 39.6 s, K = 400
-  certified in 453 s, where the decomposition stalls): ``method="outputs"`` there.
+  notion holds an ε-LIP whose prior's participation ratio 1/Σp² is at most 2K/ε² or 0.1K
+  (:func:`lip_uses_few_outputs`: LIP's ratio rows tie every entry to P·v, so optimal mechanisms
+  use few outputs, the fewer the more skewed the prior), else ``"decomposition"``. Measured on
+  Geo-Ind (ε = 1) ∧ ε_LIP-LIP, 10×10 grid, both paths in one process (``python
+  benchmarks/design_auto.py``): the decomposition takes 22–55 s whatever the prior, output
+  generation 2–70 s, growing with ε_LIP and 1/Σp²; at ε_LIP = 2 the time ratio decomposition ÷
+  outputs is 14.1, 5.2, 2.6, 1.3 and 0.55 for participation ratios 0.08K (Gowalla), 0.13K, 0.27K,
+  0.36K and 0.52K (Dirichlet(α), α = 0.1, 0.3, 0.5, 1); at ε_LIP = 3 8.7, 2.6, 0.56, 0.36; with
+  the Gowalla prior still 5.4 at ε_LIP = 6. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by
+  output generation (Dirichlet(1)); Gowalla, ε_LIP = 2, certified in 453 s, where the
+  decomposition stalls.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
@@ -63,15 +67,15 @@ log = logging.getLogger(__name__)
 METHODS = ("auto", "full", "decomposition", "outputs", "pyomo")
 #: ``method="auto"`` writes the full LP up to this many variables K·n, else decomposes
 AUTO_FULL_MAX = 2500
-#: ``auto`` solves a notion holding an ε-LIP with ε at most this by output generation (module docstring)
-LIP_OUTPUTS_MAX_EPS = 1.0
-#: ... and one with ε at most this when its prior is skewed: participation ratio 1/Σp² at most
-#: ``LIP_OUTPUTS_MAX_SPREAD``·K
-LIP_OUTPUTS_SKEWED_MAX_EPS = 2.0
-LIP_OUTPUTS_MAX_SPREAD = 0.35
+#: ``auto`` solves a notion holding an ε-LIP by output generation when its prior's participation
+#: ratio 1/Σp² is at most ``LIP_OUTPUTS_SPREAD``·K/ε², or at most ``LIP_OUTPUTS_SKEWED``·K at any ε
+#: (module docstring)
+LIP_OUTPUTS_SPREAD = 2.0
+LIP_OUTPUTS_SKEWED = 0.1
 
-__all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix", "loss_cap",
-           "merge_outputs", "solve", "starting_columns", "truth_floor"]
+__all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix",
+           "lip_uses_few_outputs", "loss_cap", "merge_outputs", "solve", "starting_columns",
+           "truth_floor"]
 
 
 # ------------------------------------------------------------------------------ merged outputs
@@ -200,13 +204,12 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
 
 
 def lip_uses_few_outputs(lip) -> bool:
-    """Whether ``auto`` expects an optimum under this ε-LIP to use few outputs: ε ≤
-    ``LIP_OUTPUTS_MAX_EPS``, or ε ≤ ``LIP_OUTPUTS_SKEWED_MAX_EPS`` with the prior's participation
-    ratio 1/Σp² at most ``LIP_OUTPUTS_MAX_SPREAD``·K (``benchmarks/design_auto.py``)."""
-    if lip.epsilon <= LIP_OUTPUTS_MAX_EPS:
-        return True
+    """Whether ``auto`` expects an optimum under this ε-LIP to use few outputs: the prior's
+    participation ratio 1/Σp² (the number of equally likely inputs it is worth) at most
+    ``LIP_OUTPUTS_SPREAD``·K/ε² (always at ε ≤ 1.4), or at most ``LIP_OUTPUTS_SKEWED``·K (a prior so
+    skewed that even Geo-Ind alone uses few outputs); ``benchmarks/design_auto.py``."""
     spread = 1.0 / float(np.sum(lip.prior ** 2))
-    return lip.epsilon <= LIP_OUTPUTS_SKEWED_MAX_EPS and spread <= LIP_OUTPUTS_MAX_SPREAD * lip.K
+    return spread <= lip.K * max(LIP_OUTPUTS_SPREAD / lip.epsilon ** 2, LIP_OUTPUTS_SKEWED)
 
 
 @stop.scoped
