@@ -536,10 +536,11 @@ def test_auto_solves_lip_compositions_by_output_generation():
     assert choose_method(loose) == "decomposition"
 
 
-def test_auto_weighs_the_prior_against_lip_epsilon():
+def test_auto_weighs_the_prior_against_lip_epsilon(monkeypatch):
     """Above ε_LIP = 1, "auto" picks output generation while the prior's participation ratio
     1/Σp² is at most LIP_OUTPUTS_SPREAD·K/ε², or LIP_OUTPUTS_SKEWED·K at any ε (computed here from
     the prior, not by the engine), and at ε_LIP = 3 on a skewed prior reaches the full LP's optimum."""
+    from lpmech.design import engine
     from lpmech.design.engine import LIP_OUTPUTS_SKEWED, LIP_OUTPUTS_SPREAD
 
     rng = np.random.default_rng(5)
@@ -551,6 +552,8 @@ def test_auto_weighs_the_prior_against_lip_epsilon():
             problem = Problem.make(DPrivacy(inst, 1.0) & LIP(p, e), prior=p, loss=inst.loss)
             few = spread * e * e <= LIP_OUTPUTS_SPREAD * inst.K or spread <= LIP_OUTPUTS_SKEWED * inst.K
             assert choose_method(problem) == ("outputs" if few else "decomposition"), (alpha, e)
+    monkeypatch.setattr(engine, "AUTO_FULL_MAX", 100)  # a 6×5 grid above the full LP's size
+    inst = li.grid(6, 5, 1.0, unit="cell")
     p = rng.dirichlet(np.full(inst.K, 0.05))
     assert 1.0 / (p @ p) * 9 <= LIP_OUTPUTS_SPREAD * inst.K
     notion = DPrivacy(inst, 1.0) & LIP(p, 3.0)
