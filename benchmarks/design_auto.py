@@ -35,8 +35,9 @@ def timed(notion, prior, loss, method, time_limit):
         res = solve(notion, prior=prior, loss=loss, method=method, time_limit=time_limit)
     except LpmechError as exc:  # a time limit: the best certified mechanism and bound, if any
         got = getattr(exc, "result", None)
-        gap = "" if got is None or got.gap is None else f", gap {got.gap:.1e}"
-        return time.perf_counter() - t0, None, type(exc).__name__ + gap
+        best = "" if got is None or got.bound is None or got.objective is None else \
+            f", objective {got.objective:.6g}, bound {got.bound:.6g}"
+        return time.perf_counter() - t0, None, type(exc).__name__ + best
     return time.perf_counter() - t0, res, res.status
 
 
