@@ -30,8 +30,8 @@ Result`, certified the same way whatever the path:
   outputs is 14.1, 5.2, 2.6, 1.3 and 0.55 for participation ratios 0.08K (Gowalla), 0.13K, 0.27K,
   0.36K and 0.52K (Dirichlet(α), α = 0.1, 0.3, 0.5, 1); at ε_LIP = 3 8.7, 2.6, 0.56, 0.36; with
   the Gowalla prior still 5.4 at ε_LIP = 6. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by
-  output generation (Dirichlet(1)); Gowalla, ε_LIP = 2, certified in 453 s, where the
-  decomposition stalls.
+  output generation (Dirichlet(1)); Dirichlet(0.1), ε_LIP = 1.5, in 342 s and Gowalla, ε_LIP = 2,
+  in 453 s, where the decomposition has no positive bound after 500 and 409 s.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
