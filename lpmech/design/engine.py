@@ -25,7 +25,7 @@ Result`, certified the same way whatever the path:
   (:func:`lip_uses_few_outputs`: LIP's ratio rows tie every entry to P·v, so optimal mechanisms
   use few outputs, the fewer the more skewed the prior), else ``"decomposition"``. Measured on
   Geo-Ind (ε = 1) ∧ ε_LIP-LIP, 10×10 grid, both paths in one process (``python
-  benchmarks/design_auto.py``): the decomposition takes 22–55 s whatever the prior, output
+  benchmarks/design_auto.py``): the decomposition takes 21–55 s whatever the prior, output
   generation 2–70 s, growing with ε_LIP and 1/Σp²; at ε_LIP = 2 the time ratio decomposition ÷
   outputs is 14.1, 5.2, 2.6, 1.3 and 0.55 for participation ratios 0.08K (Gowalla), 0.13K, 0.27K,
   0.36K and 0.52K (Dirichlet(α), α = 0.1, 0.3, 0.5, 1); at ε_LIP = 3 8.7, 2.6, 0.56, 0.36; with
