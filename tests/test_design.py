@@ -538,24 +538,24 @@ def test_auto_solves_lip_compositions_by_output_generation():
 
 def test_auto_weighs_the_prior_against_lip_epsilon(monkeypatch):
     """Above ε_LIP = 1, "auto" picks output generation while the prior's participation ratio
-    1/Σp² is at most LIP_OUTPUTS_SPREAD·K/ε², or LIP_OUTPUTS_SKEWED·K at any ε (computed here from
-    the prior, not by the engine), and at ε_LIP = 3 on a skewed prior reaches the full LP's optimum."""
+    1/Σp² is at most 2K/ε² or 0.1K. A prior uniform on m of the K = 56 cells has 1/Σp² = m, so the
+    thresholds are 49.8 (ε = 1.5), 28 (2), 12.4 (3) and 5.6 (the floor, ε = 5) cells, either side
+    of which the choice must flip; at ε_LIP = 3 on a skewed prior it reaches the full LP's optimum."""
     from lpmech.design import engine
-    from lpmech.design.engine import LIP_OUTPUTS_SKEWED, LIP_OUTPUTS_SPREAD
 
-    rng = np.random.default_rng(5)
     inst = li.grid(8, 7, 1.0, unit="cell")
-    for alpha in (0.05, 0.3, 1.0, 5.0):
-        p = rng.dirichlet(np.full(inst.K, alpha))
-        spread = 1.0 / (p @ p)
-        for e in (1.0, 1.5, 2.0, 3.0, 5.0):
-            problem = Problem.make(DPrivacy(inst, 1.0) & LIP(p, e), prior=p, loss=inst.loss)
-            few = spread * e * e <= LIP_OUTPUTS_SPREAD * inst.K or spread <= LIP_OUTPUTS_SKEWED * inst.K
-            assert choose_method(problem) == ("outputs" if few else "decomposition"), (alpha, e)
+    for m, e, want in [(49, 1.5, "outputs"), (56, 1.5, "decomposition"), (27, 2.0, "outputs"),
+                       (29, 2.0, "decomposition"), (12, 3.0, "outputs"), (13, 3.0, "decomposition"),
+                       (5, 5.0, "outputs"), (6, 5.0, "decomposition"), (56, 1.4, "outputs")]:
+        p = np.zeros(inst.K)
+        p[np.random.default_rng(m).choice(inst.K, m, replace=False)] = 1.0 / m
+        problem = Problem.make(DPrivacy(inst, 1.0) & LIP(p, e), prior=p, loss=inst.loss)
+        assert choose_method(problem) == want, (m, e)
+    rng = np.random.default_rng(5)
     monkeypatch.setattr(engine, "AUTO_FULL_MAX", 100)  # a 6×5 grid above the full LP's size
     inst = li.grid(6, 5, 1.0, unit="cell")
     p = rng.dirichlet(np.full(inst.K, 0.05))
-    assert 1.0 / (p @ p) * 9 <= LIP_OUTPUTS_SPREAD * inst.K
+    assert 1.0 / (p @ p) <= 2 * inst.K / 9  # below the threshold at ε_LIP = 3
     notion = DPrivacy(inst, 1.0) & LIP(p, 3.0)
     auto = solve(notion, prior=p, loss=inst.loss, workers=1)
     full = solve(notion, prior=p, loss=inst.loss, method="full")
