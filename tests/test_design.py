@@ -404,6 +404,30 @@ def test_output_generation_interior_point_equals_full_lp_across_eps(eps, seed, l
     assert out.certificate.satisfied and out.certificate.realized_epsilon <= eps * (1 + 1e-6)
 
 
+def test_output_generation_stopped_short_keeps_its_mechanism_and_lagrangian_bound():
+    """Output generation stopped at its round cap hands over the last restricted optimum, certified,
+    and its best Lagrangian bound (not the trivial Σ_i min_k C_ik): the bound lies below the full
+    LP's optimum, the objective is the returned matrix's loss, and both bracket the optimum."""
+    from lpmech.certificate import trivial_bound
+    from lpmech.errors import IterationLimitError
+
+    rng = np.random.default_rng(3)
+    inst = li.grid(5, 4, 1.0, unit="cell")
+    w = rng.dirichlet(np.ones(20))
+    notion, C = DPrivacy(inst.metric, 1.5) & LIP(w, 2.0), w[:, None] * inst.metric
+    full = solve(notion, C, method="full")
+    with pytest.raises(IterationLimitError) as err:
+        solve(notion, C, method="outputs", workers=1, max_rounds=1)
+    res = err.value.result
+    Z = res.mechanism.matrix
+    assert res.certificate.satisfied
+    assert res.objective == pytest.approx(float((C * Z).sum()), rel=1e-9)
+    assert res.objective > full.objective * (1 + 1e-6)  # round 1 is not the optimum
+    assert trivial_bound(C) + 1e-6 < res.bound <= full.objective + 1e-9
+    assert res.bound == pytest.approx(res.stats["trace"][0]["lower"], rel=1e-9)
+    assert res.gap == pytest.approx((res.objective - res.bound) / res.objective, rel=1e-9)
+
+
 def test_output_generation_rejects_an_unknown_lp_method():
     inst = li.grid(3, 3, 1.0, unit="cell")
     with pytest.raises(InputError, match="restricted-LP method"):

@@ -183,6 +183,9 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
     res = Result(status=status, stats=stats, x=None if x is None else x.ravel())
     if status == "optimal":
         res.optimality = OptimalityCertificate.from_values(upper * scale, best_lower * scale)
+    elif x is not None:  # a stop: the last restricted optimum and the best bound, certified later
+        res.optimality = OptimalityCertificate.from_values(
+            upper * scale, best_lower * scale if math.isfinite(best_lower) else None)
     return res
 
 
