@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -287,3 +289,29 @@ def test_whole_lp_with_lazy_rows_reports_an_unrecovered_breakdown(monkeypatch):
     res = solve_whole_lazy(clr(3.0, 1.0).problem)
     assert res.status == "error" and res.x is None
     assert res.stats["recoveries"] == ["steepest edge", "cold start", "ipm"]
+
+
+def test_a_stop_during_the_retained_whole_lp_is_an_interrupt(monkeypatch):
+    """Ctrl-C while Benders' endgame solves the whole LP ends the solve as interrupted, not as a
+    solver error, and the interrupted LP's point is not taken for an incumbent: here the one cut
+    pass before the endgame has no feasible y (the ties bind), so no mechanism is handed over,
+    and the cuts' bound lies below the monolithic optimum. The request does not outlive the call."""
+    from lpmech import stop
+    from lpmech.errors import InterruptError
+    from lpmech.solvers import benders
+
+    P = lrgeo.LRGeoParams(epsilon=3.0, r_exp=1.0, gamma=1.5, lr_cap=6)
+    mono = lrgeo.solve(GRID, USERS, P, method="monolithic", executor="serial", relaxed_bound=False)
+    whole = benders.solve_whole_lazy
+
+    def interrupted(*args, **kwargs):
+        stop.request("interrupted")
+        return whole(*args, **kwargs)
+
+    monkeypatch.setattr(benders, "solve_whole_lazy", interrupted)
+    with pytest.raises(InterruptError) as err:
+        lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=0, rel_tol=1e-7, relaxed_bound=False)
+    res = err.value.result
+    assert res.status == "interrupted" and stop.requested() is None
+    assert res.mechanism is None and res.stats["upper_bound"] == math.inf
+    assert 0.0 < res.stats["lower_bound"] <= mono.objective + 1e-9

@@ -258,6 +258,41 @@ def test_ctrl_c_in_python_stops_a_decomposition_pricing_in_this_process():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.parametrize("how", ["request", "worker"])
+def test_a_stop_during_output_generation_pricing_is_an_interrupt(monkeypatch, how):
+    """A stop requested while output generation prices (seen between pricing LPs, or raised from a
+    pricing LP or worker) ends the solve as interrupted, not as a time limit and with no private
+    exception, keeping the last restricted optimum certified and round 1's bound on either side of
+    the full LP's optimum; the request does not outlive the call."""
+    from lpmech.design import LIP, DPrivacy, solve
+    from lpmech.design import decomposition as dc
+    from lpmech.errors import InterruptError
+
+    rng = np.random.default_rng(3)
+    inst = li.grid(5, 4, 1.0, unit="cell")
+    w = rng.dirichlet(np.ones(20))
+    notion, C = DPrivacy(inst.metric, 1.5) & LIP(w, 2.0), w[:, None] * inst.metric
+    full = solve(notion, C, method="full")
+    price, calls = dc.LocalPricer.price, []
+
+    def stopping(self, outputs, W, deadline):
+        calls.append(1)
+        if len(calls) == 2:  # round 2: round 1 has its restricted optimum and its bound
+            if how == "worker":
+                raise dc._Stopped("interrupted")
+            stop.request("interrupted")
+        return price(self, outputs, W, deadline)
+
+    monkeypatch.setattr(dc.LocalPricer, "price", stopping)
+    with pytest.raises(InterruptError) as err:
+        solve(notion, C, method="outputs", workers=1)
+    res = err.value.result
+    assert res.status == "interrupted" and stop.requested() is None
+    assert res.certificate.satisfied
+    assert res.objective == pytest.approx(float((C * res.mechanism.matrix).sum()), rel=1e-9)
+    assert 1e-6 < res.bound <= full.objective + 1e-9 <= res.objective + 2e-9
+
+
 def test_a_stop_request_does_not_outlive_a_public_solve():
     """A Ctrl-C request seen during one call (here pending when it returns) is cleared by the
     outermost public solve, so the next call reaches the same optimum as a fresh process's."""

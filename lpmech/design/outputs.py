@@ -28,12 +28,13 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .. import stop
 from ..certificate import OptimalityCertificate
 from ..errors import InputError, SolverError
 from ..progress import Progress
 from ..solvers.cutting_planes import LazyLP
 from ..solvers.result import Result, check_time_limit
-from .decomposition import lagrangian, make_pricer
+from .decomposition import _Stopped, lagrangian, make_pricer
 from .notion import aux_upper, start_rows
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,8 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
                         rows[k] = start_rows(notion, k)
                     oracles[k] = notion.separator(k, rows[k])
             out, lazy = restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, lp=lp)
-            if out.status in ("error", "time_limit") and (deadline is None or time.perf_counter() < deadline):
+            if (out.status in ("error", "time_limit") and not stop.requested()
+                    and (deadline is None or time.perf_counter() < deadline)):
                 prog.note("restricted LP ended %s after interior point; retrying with dual simplex",
                           out.status)  # HiGHS' IPM can stop early (iteration cap) on these LPs
                 out, lazy = restricted_lp(Cs, HI, extra, S, rows, oracles, deadline, aux, ipm=False)
@@ -140,9 +142,13 @@ def solve_outputs(problem, *, tol: float = 1e-7, start=None, time_limit: float |
             bounds = lagrangian(RHO + (W - W_last), HI)
             threshold = -tol * max(abs(upper), 1e-12) / n
             todo = np.nonzero(bounds < threshold)[0]
-            priced = pricer.price(todo, W, deadline) if todo.size else []
-            if priced is None:
-                status = "time_limit"
+            try:
+                priced = pricer.price(todo, W, deadline) if todo.size else []
+                reason = stop.requested() or "time_limit"
+            except _Stopped as stopped:  # a pricing LP or worker start saw the request
+                priced, reason = None, stopped.args[0]
+            if priced is None:  # past the deadline or a stop requested: the last round stands
+                status = reason
                 break
             cand = []
             inS = set(S)

@@ -73,7 +73,7 @@ from .. import stop
 from ..certificate import OptimalityCertificate
 from ..errors import InfeasibleError, InputError, SolverError
 from .highs import highs_lp, quiet_highs, run_highs, solve_lp
-from .result import Result, check_time_limit
+from .result import STOPS, Result, check_time_limit
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +268,9 @@ def _elastic_lp(block: Block) -> dict:
 #: a lazy row enters the subproblem when the solution violates it by more than this (the HiGHS
 #: primal feasibility tolerance of the block solves)
 LAZY_TOL = 1e-9
+#: the whole LP of the endgame, stopped short (time limit, Ctrl-C), offers its point as incumbent
+#: only when HiGHS reports it primal feasible to this (HiGHS' default feasibility tolerance)
+WHOLE_FEAS_TOL = 1e-7
 
 
 def _run_lazy(c, lp, lo, hi, options, state):
@@ -601,6 +604,9 @@ def solve_whole_lazy(problem: BendersProblem, *, states=None, time_limit: float 
         run_highs(h)
         rounds += 1
         ms = h.getModelStatus()
+        if stop.requested():  # Ctrl-C or the command line's deadline: no recovery, no point
+            status = stop.requested()
+            break
         n_rec = len(recoveries)
         it_round = [int(h.getInfo().simplex_iteration_count)]
         if ms not in settled:  # numerical trouble in the warm re-solve: recover, in this model
@@ -806,7 +812,7 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                     whole = solve_whole_lazy(problem, time_limit=left)
                     whole_stats = {k: whole.stats.get(k) for k in ("rounds", "rows", "rows_in_model",
                                                                    "recoveries", "trace", "time_s")}
-                    if whole.status not in ("optimal", "infeasible", "time_limit"):
+                    if whole.status not in ("optimal", "infeasible", *STOPS):
                         prog.note("the whole LP with lazy rows ended %r: the whole LP at once", whole.status)
                         whole = None
                 if whole is None:
@@ -814,10 +820,11 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 if whole.status == "infeasible":
                     res = Result(status="infeasible", stats={"iterations": it, "trace": trace})
                     raise InfeasibleError("the whole LP is infeasible", result=res)
-                if whole.status == "time_limit" and whole.x is None:  # lazy rows: no feasible point yet
-                    status = "time_limit"
+                if whole.status in STOPS and (whole.x is None or whole.stats.get(
+                        "max_primal_infeasibility", math.inf) > WHOLE_FEAS_TOL):
+                    status = whole.status  # no feasible point yet: the cuts' incumbent stands
                     break
-                if whole.status not in ("optimal", "time_limit") or whole.x is None:
+                if whole.status not in ("optimal", *STOPS) or whole.x is None:
                     raise SolverError(f"Benders: the whole LP ended with status {whole.status!r}")
                 retain, sep = list(range(M)), []
                 if whole.bound is not None:
@@ -834,7 +841,7 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                               "time_s": time.perf_counter() - t0})
                 prog.update(lower=lb, upper=ub, gap=ub - lb, cuts=0)
                 status = "optimal" if closed(ub, lb) else whole.status
-                if status == "optimal" or whole.status == "time_limit":
+                if status == "optimal" or whole.status in STOPS:
                     break
                 raise SolverError(f"Benders: the whole LP's bound {lb!r} does not meet its value {ub!r}")
             if closed(ub, lb):  # the new lower bound meets the incumbent: no block pass needed
