@@ -869,6 +869,8 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
             for y_eval in points:
                 outs = map_tasks(executor, solve_block,
                                  [(problem.blocks[m], y_eval, U[m], bases[m]) for m in sep])
+                if stop.requested():  # a block solve may have been cut short: no cut from this pass
+                    break
                 kept = sum(float(problem.blocks[m].c @ master.x_retained[m]) for m in retain)
                 feasible, total, pen, cut_off = True, float(problem.alpha @ y_eval) + kept, \
                     float(problem.alpha @ y_eval) + kept, False
@@ -907,6 +909,9 @@ def solve_benders(problem: BendersProblem, *, executor=None, abs_tol: float = 0.
                 if cut_off and len(points) == 2 and y_eval is not ybar and center is not None \
                         and not (it == 1 and y_start is not None):
                     break
+            if stop.requested():
+                status = stop.requested()
+                break
             gap = ub - lb
             trace.append({"iteration": it, "lower_bound": lb, "upper_bound": ub, "gap": gap,
                           "feasibility_cuts": n_feas, "optimality_cuts": n_opt,

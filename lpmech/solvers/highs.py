@@ -78,9 +78,11 @@ _STATUS = {
 
 def model_status(h: highspy.Highs) -> str:
     """The :data:`~lpmech.solvers.result.STATUSES` name of ``h``'s model status; an interrupted
-    run takes the reason of the stop request (``"time_limit"`` from the CLI's deadline)."""
+    run takes the reason of the stop request (``"time_limit"`` from the CLI's deadline). So does
+    a run ended "time limit" while a stop is requested: HiGHS' interior point (highspy 1.16)
+    reports a stop by its interrupt callback as ``kTimeLimit``."""
     status = _STATUS.get(h.getModelStatus(), "error")
-    if status == "interrupted":
+    if status in ("interrupted", "time_limit"):
         status = stop.requested() or status
     return status
 

@@ -35,7 +35,7 @@ from scipy.spatial import HalfspaceIntersection
 from ... import stop as halt
 from ...errors import InputError, SolverError, TimeLimitError
 from ...solvers.highs import highs_lp, quiet_highs, run_highs, solve_lp
-from ...solvers.result import check_time_limit
+from ...solvers.result import Result, check_time_limit
 from ..common import raise_for_status
 from .lip import Scenario
 from .lip_estimation import column_utility, second_moment
@@ -1002,8 +1002,6 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
             w, util, y, _ = master.solve()  # μ = 1: one scenario, t is free
         except _Halt:
             stop = halt.requested() or "interrupted"
-            if last is None:
-                raise
             break
         last = (len(master.rays), w)
         mse = -util
@@ -1022,23 +1020,23 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
         cheap = rounds % exact_every != 0  # a capped pricing between exact ones: columns fast
         try:
             new = price(ys, cheap, rd)
+            if not new and ys is not y:  # mispricing: price at the master's own duals
+                mispriced += 1
+                new = price(y, cheap, rd)
+            if not new and cheap and mse - best_lb > gap_abs:  # the capped search found nothing
+                new = price(y, False, rd)  # : exactly
+            if not new and mse - best_lb > gap_abs and hasattr(pricing, "certify"):
+                exact = pricing.certify(y)  # an exact oracle without node cap, where there is one
+                if exact is not None:
+                    certified += 1
+                    delta, cand = exact
+                    lb = bound_at(y, delta)
+                    if lb > best_lb:
+                        best_lb, center = lb, y
+                    new = [r for r in cand if gain(r, y) > rd["add_tol"] and key(r) not in seen]
         except _Halt:
             stop = halt.requested() or "interrupted"
             break
-        if not new and ys is not y:  # mispricing: price at the master's own duals
-            mispriced += 1
-            new = price(y, cheap, rd)
-        if not new and cheap and mse - best_lb > gap_abs:  # the capped search found nothing: exactly
-            new = price(y, False, rd)
-        if not new and mse - best_lb > gap_abs and hasattr(pricing, "certify"):
-            exact = pricing.certify(y)  # an exact oracle without node cap, where there is one
-            if exact is not None:
-                certified += 1
-                delta, cand = exact
-                lb = bound_at(y, delta)
-                if lb > best_lb:
-                    best_lb, center = lb, y
-                new = [r for r in cand if gain(r, y) > rd["add_tol"] and key(r) not in seen]
         if progress is not None:
             progress.update(round=rounds, mse=mse, bound=best_lb, rays=len(master.rays))
         if mse - best_lb <= gap_abs:
@@ -1053,6 +1051,8 @@ def solve_colgen(scenarios, V, A, pricing: ExactPricing, *, warm_starts=(), gap_
             stop = halt.requested() or "time_limit"
             break
         add(new)
+    if last is None:  # stopped in the first master solve: nothing certified to hand over
+        raise_for_status(Result(status=stop, stats={"rounds": rounds}), "LIP exact column generation")
     n_rays, w = last
     R = np.array(master.rays[:n_rays])
     used = w > 1e-12
