@@ -49,6 +49,8 @@ CASES = {
     "le-decomposition": lambda: le.solve(_SKEWED, 2.0, path="lp", lp_method="decomposition", workers=1),
     "lip-exact": lambda: lip.solve(np.random.default_rng(1).dirichlet(np.ones(8)), 1.0,
                                    values=np.arange(8.0), method="exact"),
+    "lip-local": lambda: lip.solve(np.random.default_rng(1).dirichlet(np.ones(12)), 1.0,
+                                   values=np.arange(12.0), method="local", rng=np.random.default_rng(0)),
     "lrgeo-benders": lambda: lrgeo.solve(_ROAD, [0, 8, 21, 30], _TIED, executor="serial",
                                          relaxed_bound=False),
 }
@@ -57,8 +59,9 @@ SHARES = (0.0, 0.03, 0.15, 0.4, 0.75, 0.97)
 
 
 @functools.cache
-def reference(case: str) -> tuple[float, int]:
-    """The case's optimum and the number of stop checks of its run (patched in by a counter)."""
+def reference(case: str) -> tuple[float, int, str]:
+    """The case's optimum (a local one for ``lip-local``), the number of stop checks of its run
+    (patched in by a counter) and its status."""
     real, calls = stop.requested, [0]
 
     def counting():
@@ -70,8 +73,8 @@ def reference(case: str) -> tuple[float, int]:
         res = CASES[case]()
     finally:
         stop.requested = real
-    assert res.status == "optimal"
-    return float(res.objective), calls[0]
+    assert res.status == ("feasible" if case == "lip-local" else "optimal")
+    return float(res.objective), calls[0], res.status
 
 
 def _matrix_loss(case: str, Z: np.ndarray) -> float | None:
@@ -86,7 +89,7 @@ def _matrix_loss(case: str, Z: np.ndarray) -> float | None:
 @pytest.mark.parametrize("share", SHARES)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_stop_anywhere_keeps_the_contract(case, share, monkeypatch):
-    opt, total = reference(case)
+    opt, total, status = reference(case)
     at = max(1, round(share * total))
     reason = "time_limit" if SHARES.index(share) % 2 else "interrupted"
     real, calls = stop.requested, [0]
@@ -107,12 +110,13 @@ def test_a_stop_anywhere_keeps_the_contract(case, share, monkeypatch):
         assert res is not None and res.status == reason
         if res.mechanism is not None:
             assert res.certificate.satisfied
-            assert res.objective >= opt - tol
+            if status == "optimal":  # (a local solve stopped early may end elsewhere)
+                assert res.objective >= opt - tol
             loss = _matrix_loss(case, res.mechanism.matrix)
             if loss is not None:
                 assert res.objective == pytest.approx(loss, rel=1e-9, abs=1e-12)
         if res.bound is not None:
             assert res.bound <= opt + tol
     else:
-        assert res.status == "optimal" and res.objective == pytest.approx(opt, rel=1e-6, abs=1e-9)
+        assert res.status == status and res.objective == pytest.approx(opt, rel=1e-6, abs=1e-9)
     assert real() is None  # the outermost public call cleared the request

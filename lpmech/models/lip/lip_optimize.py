@@ -206,10 +206,12 @@ class _ColumnPolytope:
         self.ok = highspy.HighsModelStatus.kOptimal
 
     def argmax(self, g) -> np.ndarray | None:
-        """The vertex of S maximising g·r (``None`` if HiGHS fails)."""
+        """The vertex of S maximising g·r (``None`` if HiGHS fails; :class:`_Halt` on a stop)."""
         self.h.changeColsCost(self.d, self.idx, -np.asarray(g, float))
         run_highs(self.h)
         if self.h.getModelStatus() != self.ok:
+            if halt.requested():
+                raise _Halt
             return None
         r = np.clip(np.array(self.h.getSolution().col_value), 0, None)
         return r / r.sum()
@@ -347,47 +349,60 @@ def solve_local(scenarios, V, A, rng: np.random.Generator, *, starts: int = 4, f
         W = np.asarray(W, float)
         if W.shape[0] == d:
             rays += [c / c.sum() for c in W.T if c.sum() > 1e-12]
-    for _ in range(starts):
-        r = poly.argmax(rng.standard_normal(d))
-        if r is not None:
-            rays.append(r)
-    if not rays:
-        raise SolverError("the local LIP solve found no feasible ray")
-    master = _RayMaster(scenarios, V, d)
-    master.add(np.unique(np.round(np.array(rays), 12), axis=0))
     rounds = lps = 0
-    while True:
-        rounds += 1
-        w, best_val, y, mu = master.solve()
-        if rounds >= max_rounds or (time_limit is not None and time.perf_counter() - t0 > time_limit):
-            break
-        tol = 1e-10 * max(1.0, abs(best_val))
-        basic = np.nonzero(w > 1e-12)[0]
-        seeds = [master.rays[j] for j in rng.choice(basic, size=min(basic.size, 2 * starts),
-                                                     replace=False)]
-        seeds += [r for r in (poly.argmax(rng.standard_normal(d)) for _ in range(starts))
-                  if r is not None]
-        new = []
-        for r in seeds:
-            val, grad = _price(r, y, mu, scenarios, V)
-            for _ in range(100):
-                rn = poly.argmax(grad)
-                lps += 1
-                if rn is None:
-                    break
-                vn, gn = _price(rn, y, mu, scenarios, V)
-                if vn <= val + 1e-12:
-                    break
-                r, val, grad = rn, vn, gn
-            if val > tol:
-                new.append(r)
-        if not new:
-            break
-        master.add(np.unique(np.round(np.array(new), 12), axis=0))
-    R = np.array(master.rays)
+    stop, last = None, None  # a stop's reason; the rays and weights of the last master solved
+    try:
+        for _ in range(starts):
+            r = poly.argmax(rng.standard_normal(d))
+            if r is not None:
+                rays.append(r)
+        if not rays:
+            raise SolverError("the local LIP solve found no feasible ray")
+        master = _RayMaster(scenarios, V, d)
+        master.add(np.unique(np.round(np.array(rays), 12), axis=0))
+        while True:
+            rounds += 1
+            w, best_val, y, mu = master.solve()
+            last = (len(master.rays), w, best_val)
+            if halt.requested() or (time_limit is not None and time.perf_counter() - t0 > time_limit):
+                stop = halt.requested() or "time_limit"
+                break
+            if rounds >= max_rounds:
+                stop = "iteration_limit"
+                break
+            tol = 1e-10 * max(1.0, abs(best_val))
+            basic = np.nonzero(w > 1e-12)[0]
+            seeds = [master.rays[j] for j in rng.choice(basic, size=min(basic.size, 2 * starts),
+                                                         replace=False)]
+            seeds += [r for r in (poly.argmax(rng.standard_normal(d)) for _ in range(starts))
+                      if r is not None]
+            new = []
+            for r in seeds:
+                val, grad = _price(r, y, mu, scenarios, V)
+                for _ in range(100):
+                    rn = poly.argmax(grad)
+                    lps += 1
+                    if rn is None:
+                        break
+                    vn, gn = _price(rn, y, mu, scenarios, V)
+                    if vn <= val + 1e-12:
+                        break
+                    r, val, grad = rn, vn, gn
+                if val > tol:
+                    new.append(r)
+            if not new:
+                break
+            master.add(np.unique(np.round(np.array(new), 12), axis=0))
+    except _Halt:  # a stop during a HiGHS run: the last master's channel stands
+        stop = halt.requested() or "interrupted"
+    if last is None:  # stopped before the first master solve: nothing to hand over
+        raise_for_status(Result(status=stop, stats={"rounds": rounds}), "LIP local solve")
+    n_rays, w, best_val = last
+    R = np.array(master.rays[:n_rays])
     used = w > 1e-12
     Q = (R[used] * w[used, None]).T
-    info = {"rounds": rounds, "rays": int(R.shape[0]), "pricing_lps": lps, "starts": starts}
+    info = {"rounds": rounds, "rays": int(R.shape[0]), "pricing_lps": lps, "starts": starts,
+            "stop": stop}
     log.info("local solve: %d rounds, %d rays, %d pricing LPs, utility %.12g", rounds, R.shape[0],
              lps, best_val)
     return _order_columns(Q), float(best_val), info

@@ -235,7 +235,8 @@ def solve(prior=None, epsilon: float = 1.0, *, values=None, task: str = "sum", V
             Q, _, info = solve_local(scen, V, rows, rng, starts=starts, f=f, time_limit=time_limit,
                                      warm_starts=warm_starts(scen, eps, notion))
             stats.update(info)
-            status = "feasible"  # a local optimum: certified private, optimality not proved
+            # a local optimum: certified private, optimality not proved; or the reason of a stop
+            status = info["stop"] or "feasible"
         elif method == "scip":
             Q, _, bound_u, info = solve_pyomo_scip(build_pyomo(scen, V, rows, f=f),
                                                    time_limit=time_limit)
