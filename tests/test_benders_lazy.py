@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -293,9 +291,9 @@ def test_whole_lp_with_lazy_rows_reports_an_unrecovered_breakdown(monkeypatch):
 
 def test_a_stop_during_the_retained_whole_lp_is_an_interrupt(monkeypatch):
     """Ctrl-C while Benders' endgame solves the whole LP ends the solve as interrupted, not as a
-    solver error, and the interrupted LP's point is not taken for an incumbent: here the one cut
-    pass before the endgame has no feasible y (the ties bind), so no mechanism is handed over,
-    and the cuts' bound lies below the monolithic optimum. The request does not outlive the call."""
+    solver error, and the interrupted LP's point (infeasible, of low cost) is not taken for an
+    incumbent: the upper bound handed over is at or above the monolithic optimum, and the cuts'
+    lower bound at or below it. The request does not outlive the call."""
     from lpmech import stop
     from lpmech.errors import InterruptError
     from lpmech.solvers import benders
@@ -313,5 +311,5 @@ def test_a_stop_during_the_retained_whole_lp_is_an_interrupt(monkeypatch):
         lrgeo.solve(GRID, USERS, P, executor="serial", abs_tol=0, rel_tol=1e-7, relaxed_bound=False)
     res = err.value.result
     assert res.status == "interrupted" and stop.requested() is None
-    assert res.mechanism is None and res.stats["upper_bound"] == math.inf
+    assert res.stats["upper_bound"] >= mono.objective - 1e-9
     assert 0.0 < res.stats["lower_bound"] <= mono.objective + 1e-9
