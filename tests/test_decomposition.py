@@ -559,7 +559,9 @@ def test_trace_in_cost_units_and_absolute_floor(eps):
     ref = _geoind_reference(inst, eps, C)
     abs_tol = 3e-5 * ref
     tents = [(k, np.exp(-eps * inst.metric[:, k])) for k in range(16)]  # a small first upper
-    res = decompose(notion, C, columns=tents, tol=1e-15, abs_tol=abs_tol, stall_gap=1e9)
+    # the equality form throughout (with Σ ≥ 1, a round's upper need not be a mechanism's)
+    res = decompose(notion, C, columns=tents, tol=1e-15, abs_tol=abs_tol, stall_gap=1e9,
+                    cover=False)
     assert res.status == "optimal" and res.stats["stop"] == "gap"
     phase2 = [t for t in res.stats["trace"] if t["phase"] == 2]
     best = np.maximum.accumulate([t["lower"] for t in phase2])
@@ -609,3 +611,84 @@ def test_pricers_hand_back_the_rows_of_each_pricing_lp():
         start = {tuple(r) for r in start_rows(notion, k).toarray()}
         assert start <= {tuple(r) for r in Rp.toarray()}
         assert (Rp @ priced[k]).max() <= 1e-9
+
+
+def _geoind_lp(inst, eps, covering):
+    """The whole Geo-Ind LP by scipy with unit rows Σ_k z_ik = 1, or ≥ 1 (``covering``): its
+    optimum and the unit rows' multipliers (equality form)."""
+    K = inst.K
+    i, j = np.nonzero(~np.eye(K, dtype=bool))
+    rows = sp.csr_matrix((np.concatenate([np.exp(-eps * inst.metric[i, j]), -np.ones(i.size)]),
+                          (np.tile(np.arange(i.size), 2), np.concatenate([i, j]))), shape=(i.size, K))
+    A = sp.vstack([rows @ sp.csr_matrix((np.ones(K), (np.arange(K), np.arange(K) * K + k)),
+                                        shape=(K, K * K)) for k in range(K)])
+    S = sp.kron(sp.eye(K), np.ones((1, K)))
+    c = (inst.prior[:, None] * inst.loss).ravel()
+    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    if covering:
+        ref = linprog(c, A_ub=sp.vstack([A, -S]), b_ub=np.concatenate([np.zeros(A.shape[0]),
+                      -np.ones(K)]), bounds=(0, 1), method="highs", options=opts)
+        return float(ref.fun), None
+    ref = linprog(c, A_ub=A, b_ub=np.zeros(A.shape[0]), A_eq=S, b_eq=np.ones(K), bounds=(0, 1),
+                  method="highs", options=opts)
+    return float(ref.fun), np.asarray(ref.eqlin.marginals)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("eps", [0.3, 1.0, 2.5])
+def test_geoind_optimum_is_the_same_with_rows_covered_at_least_once(seed, eps):
+    """Why the master may start with Σ ≥ 1: on Geo-Ind instances (grid and random points, costs
+    ≥ 0) the LP with unit rows Σ ≥ 1 has the optimum of the one with Σ = 1, whose unit-row
+    multipliers are ≥ 0 (so the sign restriction cuts no optimal dual off)."""
+    rng = np.random.default_rng(seed)
+    inst = (li.grid(4, 4) if seed % 2 else li.points(rng.uniform(0, 3, (14, 2))))
+    inst = inst.with_prior(rng.dirichlet(np.ones(inst.K)))
+    eq, mu = _geoind_lp(inst, eps, covering=False)
+    ge, _ = _geoind_lp(inst, eps, covering=True)
+    assert ge == pytest.approx(eq, rel=1e-8, abs=1e-12)
+    assert mu.min() >= -1e-9
+
+
+@pytest.mark.parametrize("cover_gap", [1e-4, 0.0])
+@pytest.mark.parametrize("master", ["simplex", "dense-ipm"])
+@pytest.mark.parametrize("eps", [0.3, 0.7, 2.0])
+def test_covering_master_ends_on_a_mechanism_with_the_full_lp_optimum(eps, master, cover_gap,
+                                                                     monkeypatch):
+    """Phase 2 with unit rows Σ ≥ 1 (multipliers ≥ 0), then Σ = 1 from the gap ``cover_gap`` or
+    (0) only where Σ ≥ 1 ends on a row covered twice: the optimum of the full LP by scipy, every
+    row summing to 1 and a valid bound, as with Σ = 1 throughout; the rounds with Σ ≥ 1 come
+    first, and the switch is where the stats say."""
+    from lpmech.design import decomposition as dc
+
+    monkeypatch.setattr(dc, "COVER_GAP", cover_gap)
+    inst = li.grid(4, 4).with_prior(np.random.default_rng(3).dirichlet(np.ones(16)))
+    notion = GeoInd(omg.factor_matrix(inst, eps))
+    C = inst.prior[:, None] * inst.loss
+    ref = _geoind_reference(inst, eps, C)
+    res = decompose(notion, C, cover=True, master_algorithm=master, workers=1)
+    eq = decompose(notion, C, cover=False, master_algorithm=master, workers=1)
+    for r in (res, eq):
+        Z = r.x.reshape(C.shape)
+        assert r.status == "optimal"
+        assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-8
+        assert float((C * Z).sum()) == pytest.approx(ref, rel=1e-6)
+        assert r.optimality.bound <= ref * (1 + 1e-9)
+    phase2 = [t for t in res.stats["trace"] if t["phase"] == 2]
+    covering = [t["covering"] for t in phase2]
+    n = sum(covering)
+    assert n > 0 and covering == [True] * n + [False] * (len(covering) - n)
+    assert res.stats["covered_until"] == (phase2[n - 1]["round"] if n < len(covering) else 0)
+    assert not any(t["covering"] for t in eq.stats["trace"])
+
+
+def test_covering_rows_need_costs_that_are_not_negative():
+    inst = li.grid(2, 2)
+    notion = GeoInd(omg.factor_matrix(inst, 1.0))
+    with pytest.raises(InputError, match="cover"):
+        decompose(notion, inst.loss - 0.5, cover=True)
+    with pytest.raises(InputError, match="cover"):
+        decompose(notion, inst.loss, cover="yes")
+    with pytest.raises(InputError, match="extra rows"):
+        decompose(notion, inst.loss, cover=True, extra_rows=[(np.eye(4), 0.1, None)])
+    free = decompose(notion, inst.loss, extra_rows=[(np.eye(4), 0.1, None)])  # auto: equality
+    assert not any(t["covering"] for t in free.stats["trace"])

@@ -19,7 +19,6 @@ Compared in one process with support generation (``lpmech.models.le.solve``), th
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from lpmech.models.le import le_support
 from lpmech.solvers.highs import add_rows, model_status, new_highs, run_highs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from le_gap_real import DEFAULT_FILE, gowalla_instance  # noqa: E402
+from le_gap_real import DEFAULT_FILE, gowalla_instance
 
 #: a d-privacy row joins the LP when the point violates it by more than this
 TOL = 1e-10

@@ -1340,7 +1340,8 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
             HiGHS solver (``"simplex"``, ``"ipm"``, ...); ``master_options`` are HiGHS options.
         cover: phase 2 with the unit rows as Σ_k z_ik ≥ 1 until the master's optimum covers each
             row exactly once (:meth:`Master.cover`), then as Σ = 1; ``"auto"`` (default): where
-            every cost is ≥ 0 (a row covered twice then costs no less). Their multipliers are
+            every cost is ≥ 0 (a row covered twice then costs no less) and there are no extra
+            rows. Their multipliers are
             then ≥ 0, where the optimal ones lie on OMG instances: K = 100 at ε = 0.5, 36 rounds
             against 56 (module doc).
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
@@ -1393,9 +1394,11 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
         master = DenseIPMMaster(Cs, extra, "simplex", master_options)
     else:
         master = Master(Cs, extra, master_algorithm, master_options)
-    if cover is True and float(C.min()) < 0:
-        raise InputError("cover=True needs costs ≥ 0 (a row covered twice could then gain)")
-    master.use_cover = bool(float(C.min()) >= 0) if cover == "auto" else cover
+    coverable = float(C.min()) >= 0 and not extra
+    if cover is True and not coverable:
+        raise InputError("cover=True needs costs ≥ 0 (a row covered twice could then gain) and no "
+                         "extra rows (the ones columns that keep Σ = 1 feasible may miss them)")
+    master.use_cover = coverable if cover == "auto" else cover
     for k, v in cols:
         master.add(k, v)
     prog.note("master with %d starting columns; starting the pricing LPs", len(master.ks))
@@ -1600,7 +1603,7 @@ class _State:
             cs = self.cscale if phase == 2 else 1.0  # phase 2 in the caller's cost units
             self.trace.append({"round": rnd, "phase": phase, "upper": upper * cs, "lower": lower * cs,
                                "gap": gap, "added": added, "priced": 0 if priced is None else len(priced),
-                               "smoothed": smoothed, "columns": len(m.ks),
+                               "smoothed": smoothed, "covering": m.covering, "columns": len(m.ks),
                                "master_s": m.run_s, "time_s": elapsed})
             self.prog.update(phase=phase, lower=self.best_lower * cs, upper=upper * cs, gap=gap,
                              priced=len(todo), added=added)
@@ -1608,8 +1611,8 @@ class _State:
                 return stop.requested() or "time_limit"
             if phase == 1 and self.best_lower > 1e-9:
                 return "infeasible"  # the phase-1 bound proves every mechanism violates some row
-            if phase == 2 and gap <= COVER_GAP:
-                self._uncover(stop=False)
+            if phase == 2 and gap <= COVER_GAP and self._uncover(stop=False):
+                continue  # the equality form's master next
             if phase == 2 and gap_abs <= floor:
                 if self._uncover():
                     continue
