@@ -690,5 +690,31 @@ def test_covering_rows_need_costs_that_are_not_negative():
         decompose(notion, inst.loss, cover="yes")
     with pytest.raises(InputError, match="extra rows"):
         decompose(notion, inst.loss, cover=True, extra_rows=[(np.eye(4), 0.1, None)])
-    free = decompose(notion, inst.loss, extra_rows=[(np.eye(4), 0.1, None)])  # auto: equality
+    free = decompose(notion, inst.loss)  # the default: Σ = 1 throughout
     assert not any(t["covering"] for t in free.stats["trace"])
+
+
+@pytest.mark.parametrize("rounds", [1, 3, 6])
+def test_a_stop_while_covering_hands_over_a_mechanism(rounds):
+    """Stopped by the round cap while the unit rows are Σ ≥ 1 (ε = 0.3: tents overlap), the
+    decomposition hands over the last master optimum that is a mechanism: rows summing to 1, its
+    objective its own expected loss, the bound below the full LP's optimum, and omg's certificate
+    (every pair) passes on it."""
+    from lpmech.errors import NotOptimalError
+    from lpmech.models.common import certified_result
+
+    inst = li.grid(5, 5, prior=np.random.default_rng(5).dirichlet(np.ones(25)))
+    res = omg_large.solve_decomposition(inst, 0.3, max_rounds=rounds, workers=1)
+    assert res.status == "iteration_limit"
+    assert all(t["covering"] for t in res.stats["trace"] if t["phase"] == 2)
+    Z = res.x.reshape(25, 25)
+    C = inst.prior[:, None] * inst.loss
+    assert np.abs(Z.sum(axis=1) - 1).max() <= 1e-8
+    assert res.optimality.objective == pytest.approx(float((C * Z).sum()), rel=1e-12)
+    ref = _geoind_reference(inst, 0.3, C)
+    assert res.optimality.bound <= ref * (1 + 1e-9) <= res.optimality.objective * (1 + 1e-9)
+    with pytest.raises(NotOptimalError) as err:
+        certified_result(res, Z, inst, 0.3, name="OMG")
+    handed = err.value.result
+    assert handed.mechanism is not None
+    assert handed.certificate.realized_epsilon <= 0.3 * (1 + 1e-6)

@@ -33,6 +33,16 @@ best bound, by a fixed weight or self-adjusting (Pessoa et al. 2018: less smooth
 subgradient at the smoothed point points towards the master's duals, more otherwise); a smoothed
 round that finds no improving column prices at the master's duals next.
 
+Covering rows (``cover=True``): with costs ≥ 0 and no extra rows, phase 2 may start with the unit
+rows as Σ_k z_ik ≥ 1, whose multipliers μ are ≥ 0, a dual-optimal inequality where the optimal
+multipliers are ≥ 0 (on Geo-Ind, every instance checked: ``tests/test_decomposition.py``); it keeps
+the early multipliers from the far negative values a master with few columns has (10×10 at ε = 0.5:
+a first bound of −4.5 against −1,353; 36 rounds against 56). A stop stands only where the optimum
+covers every row once (:data:`COVER_TOL`); there, or once the gap is under :data:`COVER_GAP`, the
+rows become Σ = 1 and the rounds go on. The incumbent a stop hands over is the last master
+optimum that is a mechanism (phase 2's first solve has Σ = 1), and past half a time limit the rows
+are Σ = 1 again, so that it improves.
+
 The master LP is HiGHS' simplex (warm across rounds), or from :data:`DENSE_MASTER_MIN_K` unit
 rows up (``master_algorithm="auto"``) :class:`DenseIPMMaster`: a cone whose columns are dense makes
 the simplex basis dense, and an interior point on the master's dual with dense BLAS is then faster.
@@ -415,8 +425,6 @@ PRICING_LP = DualPricingLP
 COLD_RETRY_GAP = 1e-8
 DUAL_PRICING_OPTIONS = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10,
                         "presolve": "off"}
-
-
 
 
 def lagrangian(rho: np.ndarray, ub: np.ndarray) -> np.ndarray:
@@ -905,8 +913,6 @@ class Master:
         if nc:
             self.h.changeColsCost(nc, np.arange(na, na + nc, dtype=np.int32), np.array(self.costs))
         self.phase = 2
-        if self.use_cover:
-            self.cover(True)
 
     def cover(self, on: bool) -> None:
         """The unit rows as Σ ≥ 1 (``on``: their multipliers ≥ 0, a dual-optimal inequality where
@@ -991,9 +997,14 @@ class Master:
             raise _Stopped(status)
         if status != "optimal":
             raise SolverError(f"decomposition master LP ended with status {status!r}")
-        if self.phase == 2:  # a mechanism: the incumbent a stop hands over
-            self.incumbent = self.matrix()
+        self._keep_incumbent()
         return np.array(self.h.getSolution().row_dual)
+
+    def _keep_incumbent(self) -> None:
+        """After a phase-2 solve, its matrix is the incumbent a stop hands over if it is a
+        mechanism (with the unit rows as Σ ≥ 1 it may cover a row twice: then the last one stays)."""
+        if self.phase == 2 and (not self.covering or self.excess() <= COVER_TOL):
+            self.incumbent = self.matrix()
 
     def valid(self, y: np.ndarray) -> np.ndarray:
         """Multipliers of valid sign: ≥ 0 on rows with no finite upper side, ≤ 0 with no lower."""
@@ -1160,7 +1171,7 @@ class DenseIPMMaster(Master):
         self.lam = lam
         self.y = np.asarray(sol["x"]).ravel()
         self.objective = float(c @ self.lam)
-        self.incumbent = self.matrix()
+        self._keep_incumbent()
         return self.y
 
     def cover(self, on: bool) -> None:
@@ -1309,7 +1320,7 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
               stabilise: float | str = "auto", purge_after: int = 5, check_columns: bool = True,
               master_algorithm: str = "auto", master_options: dict | None = None,
               name: str = "decomposition", stall_gap: float = STALL_GAP,
-              dual_start=None, cover: bool | str = "auto") -> Result:
+              dual_start=None, cover: bool = False) -> Result:
     """Minimise Σ C_ik z_ik over mechanisms whose columns lie in the notion's cones (module doc).
 
     Args:
@@ -1338,12 +1349,10 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
             ``dense_columns`` from :data:`DENSE_MASTER_MIN_K` unit rows up, else HiGHS'
             simplex), ``"dense-ipm"``, or a
             HiGHS solver (``"simplex"``, ``"ipm"``, ...); ``master_options`` are HiGHS options.
-        cover: phase 2 with the unit rows as Σ_k z_ik ≥ 1 until the master's optimum covers each
-            row exactly once (:meth:`Master.cover`), then as Σ = 1; ``"auto"`` (default): where
-            every cost is ≥ 0 (a row covered twice then costs no less) and there are no extra
-            rows. Their multipliers are
-            then ≥ 0, where the optimal ones lie on OMG instances: K = 100 at ε = 0.5, 36 rounds
-            against 56 (module doc).
+        cover: phase 2 with the unit rows as Σ_k z_ik ≥ 1 (multipliers ≥ 0), then Σ = 1 near
+            the end (module doc; ``stats["covered_until"]``). Needs every cost ≥ 0 (a row
+            covered twice then costs no less) and no extra rows. Measured on Geo-Ind only (OMG
+            turns it on where neighbouring tents overlap), so off by default.
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
 
     Returns an *uncertified* :class:`Result`: ``x`` the K×n matrix of the last master solve,
@@ -1367,12 +1376,12 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
 
 def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, max_rounds,
                time_limit, stabilise, purge_after, check_columns, master_algorithm, master_options,
-               prog, stall_gap=STALL_GAP, dual_start=None, cover="auto") -> Result:
+               prog, stall_gap=STALL_GAP, dual_start=None, cover=False) -> Result:
     t0 = time.perf_counter()
     time_limit = check_time_limit(time_limit)
     C, extra, cols = _check_inputs(notion, C, extra_rows, columns)
-    if not (cover == "auto" or isinstance(cover, bool)):
-        raise InputError(f"cover must be 'auto', True or False, got {cover!r}")
+    if not isinstance(cover, bool | np.bool_):
+        raise InputError(f"cover must be True or False, got {cover!r}")
     auto = isinstance(stabilise, str) and stabilise == "auto"
     if not auto and not (isinstance(stabilise, int | float) and 0 <= stabilise < 1):
         raise InputError(f"stabilise must be 'auto' or lie in [0, 1), got {stabilise!r}")
@@ -1394,11 +1403,10 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
         master = DenseIPMMaster(Cs, extra, "simplex", master_options)
     else:
         master = Master(Cs, extra, master_algorithm, master_options)
-    coverable = float(C.min()) >= 0 and not extra
-    if cover is True and not coverable:
+    if cover and (float(C.min()) < 0 or extra):
         raise InputError("cover=True needs costs ≥ 0 (a row covered twice could then gain) and no "
                          "extra rows (the ones columns that keep Σ = 1 feasible may miss them)")
-    master.use_cover = coverable if cover == "auto" else cover
+    master.use_cover = bool(cover)
     for k, v in cols:
         master.add(k, v)
     prog.note("master with %d starting columns; starting the pricing LPs", len(master.ks))
@@ -1413,6 +1421,8 @@ def _decompose(notion, C, extra_rows, columns, tol, abs_tol, executor, workers, 
                 None if time_limit is None else t0 + time_limit, prog)
     st.stall_gap = stall_gap
     st.auto = auto
+    if time_limit is not None:
+        st.half = 0.5 * time_limit
     master.deadline = st.deadline
     try:
         try:
@@ -1465,12 +1475,14 @@ def _rounds(st, master, K, dual_start, cscale) -> str:
         status = st.run(phase=1)
     if status == "optimal":
         master.start_phase_2()
-        _, upper = master.run()
+        _, upper = master.run()  # (Σ = 1: a mechanism, the incumbent a stop hands over)
         if 0 < upper < 0.1:  # the optimum is small against the largest cost: rescale
             f = max(upper, 1e-6)
             master.rescale(f)
             st.cscale *= f
             st.abs_floor /= f  # the same absolute floor in the rescaled costs' units
+        if master.use_cover:
+            master.cover(True)
         st.reset()
         if dual_start is not None:
             st.prog.note("pricing at the starting duals")
@@ -1500,6 +1512,7 @@ class _State:
         self.auto = False
         self.alphas: list[float] = []
         self.uncovered_at = 0  # the round after which the unit rows became Σ = 1 (0: never)
+        self.half = math.inf  # half the time limit (s): Σ ≥ 1 stops there
         self.reset()
 
     def reset(self) -> None:
@@ -1611,8 +1624,10 @@ class _State:
                 return stop.requested() or "time_limit"
             if phase == 1 and self.best_lower > 1e-9:
                 return "infeasible"  # the phase-1 bound proves every mechanism violates some row
-            if phase == 2 and gap <= COVER_GAP and self._uncover(stop=False):
-                continue  # the equality form's master next
+            late = self.deadline is not None and time.perf_counter() > self.deadline - self.half
+            if phase == 2 and (gap <= COVER_GAP or late) and self._uncover(stop=False):
+                continue  # the equality form's master next (past half a time limit: its
+                # incumbent improves for the stop)
             if phase == 2 and gap_abs <= floor:
                 if self._uncover():
                     continue
@@ -1640,12 +1655,12 @@ class _State:
             smooth_next = improving > 0  # a smoothed round that found nothing: price at the duals next
 
     def _uncover(self, stop: bool = True) -> bool:
-        """With the unit rows as Σ ≥ 1, at a phase-2 stop (``stop``) or once the gap is under
-        :data:`COVER_GAP`: the rows become Σ = 1 and the rounds go on (True), unless at a stop
-        the optimum covers no row more than once (by :data:`COVER_TOL`): then it is a mechanism
-        and the stop stands. Every output's column of ones (for outputs with no forced zeros)
-        joins the master, which keeps the equality form feasible. The bound stays valid: L(y)
-        bounds the equality form for every multiplier y."""
+        """With the unit rows as Σ ≥ 1, at a phase-2 stop (``stop``), once the gap is under
+        :data:`COVER_GAP` or past half a time limit: the rows become Σ = 1 and the rounds go on
+        (True), unless at a stop the optimum covers no row more than once (by :data:`COVER_TOL`):
+        then it is a mechanism and the stop stands. Every output's column of ones (for outputs with
+        no forced zeros) joins the master, which keeps the equality form feasible. The bound stays
+        valid: L(y) bounds the equality form for every multiplier y."""
         m = self.master
         if not m.covering or (stop and m.excess() <= COVER_TOL):
             return False
