@@ -718,3 +718,20 @@ def test_a_stop_while_covering_hands_over_a_mechanism(rounds):
     handed = err.value.result
     assert handed.mechanism is not None
     assert handed.certificate.realized_epsilon <= 0.3 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("metric", ["graph", "grid", "points"])
+def test_a_purge_right_after_the_rows_become_equalities_keeps_a_feasible_master(metric):
+    """The switch from Σ ≥ 1 to Σ = 1 followed by a purge in the next round (the graph instance of
+    the sweep at ε = 1 switches in round 9, purges in round 10): the columns of the last Σ ≥ 1
+    basis alone left its equality form infeasible, so every column counts as basic at the
+    switch; the optimum is the full LP's."""
+    from lpmech.models.omg import omg_sweep as sw
+
+    inst = sw.make_instance(metric, "uniform", 36, 0)
+    res = omg.solve(inst, 1.0, method="decomposition")
+    full = omg.solve(inst, 1.0, method="full")
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(full.objective, rel=1e-6)
+    if metric == "graph":
+        assert res.stats["covered_until"] % 5 == 4  # the purge (every 5 rounds) comes next

@@ -1665,8 +1665,12 @@ class _State:
         if not m.covering or (stop and m.excess() <= COVER_TOL):
             return False
         m.cover(False)
+        rnd = len(self.trace)
         for k in np.nonzero(self.HI.min(axis=0) == 1)[0]:  # (the default starting columns)
-            m.add(int(k), np.ones(m.K), len(self.trace))
+            m.add(int(k), np.ones(m.K), rnd)
+        # every column counts as basic now: the last basis was Σ ≥ 1's, and a purge by it could
+        # leave the equality form without a feasible point
+        m.last_basic = [rnd] * len(m.last_basic)
         self.uncovered_at = len(self.trace)
         return True
 
