@@ -735,3 +735,17 @@ def test_a_purge_right_after_the_rows_become_equalities_keeps_a_feasible_master(
     assert res.objective == pytest.approx(full.objective, rel=1e-6)
     if metric == "graph":
         assert res.stats["covered_until"] % 5 == 4  # the purge (every 5 rounds) comes next
+
+
+def test_covering_rows_where_tents_overlap_and_no_locations_nearly_coincide():
+    """OMG's rule for Σ ≥ 1 first: ε × the median nearest distance below 1, and no two locations
+    within ε·d = 1e-3 (the sweep's near-duplicate instance ended in a HiGHS error after the switch)."""
+    from lpmech.models.omg import omg_sweep as sw
+
+    grid = li.grid(6, 6)
+    assert omg_large.covering_rows(grid, 0.5) and not omg_large.covering_rows(grid, 1.0)
+    near = sw.make_instance("neardup", "uniform", 36, 0)
+    assert omg_large.tents_overlap(near, 0.3) and not omg_large.covering_rows(near, 0.3)
+    pts = li.points(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0 + 1e-4]]))
+    assert omg_large.tents_overlap(pts, 0.5) and not omg_large.covering_rows(pts, 0.5)
+    assert omg_large.covering_rows(pts, 50.0) is False  # no overlap at all there
