@@ -1107,6 +1107,7 @@ class DenseIPMMaster(Master):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.lam: np.ndarray | None = None
+        self._excess = 0.0  # of the last interior-point solve (:meth:`excess`)
         self.y: np.ndarray | None = None
         self.objective = math.nan
         self.ipm_iterations = 0
@@ -1171,6 +1172,7 @@ class DenseIPMMaster(Master):
         self.lam = lam
         self.y = np.asarray(sol["x"]).ravel()
         self.objective = float(c @ self.lam)
+        self._excess = float((V @ lam).max()) - 1.0
         self._keep_incumbent()
         return self.y
 
@@ -1179,9 +1181,7 @@ class DenseIPMMaster(Master):
         self.fresh += 1  # another LP: solve again
 
     def excess(self) -> float:
-        if self.lam is None:
-            return super().excess()
-        return float((np.column_stack(self.vs)[:, :self.lam.size] @ self.lam).max()) - 1.0
+        return super().excess() if self.lam is None else self._excess
 
     def _past_deadline(self) -> bool:
         """Whether a stop is requested or the user's time limit has passed (checked once per
@@ -1671,7 +1671,7 @@ class _State:
         # every column counts as basic now: the last basis was Σ ≥ 1's, and a purge by it could
         # leave the equality form without a feasible point
         m.last_basic = [rnd] * len(m.last_basic)
-        self.uncovered_at = len(self.trace)
+        self.uncovered_at = rnd
         return True
 
 
