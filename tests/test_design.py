@@ -29,7 +29,7 @@ from lpmech.design import (
     solve,
     truth_floor,
 )
-from lpmech.design.engine import certify_matrix, choose_method
+from lpmech.design.engine import certify_matrix, choose_method, covering_rows
 from lpmech.errors import CertificationError, InfeasibleError, InputError
 from lpmech.mechanism import realized_epsilon
 from lpmech.models import le, lip, omg
@@ -203,6 +203,47 @@ def test_composed_geoind_and_lip_equals_definition_lp(seed, eps, eps_lip):
     # the price of the second notion is never negative
     alone = solve(DPrivacy(inst, eps), prior=inst.prior, loss=inst.loss)
     assert res.objective >= alone.objective - 1e-9
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 10_000), eps=st.floats(0.3, 2.0), eps_lip=st.floats(0.5, 3.0))
+def test_geoind_and_lip_by_the_covering_decomposition_equals_definition_lp(seed, eps, eps_lip):
+    """The decomposition of Geo-Ind ∧ LIP starts with the unit rows as Σ ≥ 1 (the engine's rule)
+    and ends on the definition LP's optimum by scipy, as it does with Σ = 1 throughout."""
+    rng = np.random.default_rng(seed)
+    inst = li.grid(3, 3).with_prior(rng.dirichlet(np.ones(9)))
+    notion = DPrivacy(inst, eps) & LIP(inst.prior, eps_lip)
+    assert covering_rows(Problem.make(notion, prior=inst.prior, loss=inst.loss))
+    rows = np.vstack([dprivacy_rows(inst.metric, eps), lip_def_rows(inst.prior, eps_lip)])
+    lp = ref_lp(inst.prior[:, None] * inst.loss, rows)
+    on = solve(notion, prior=inst.prior, loss=inst.loss, method="decomposition", workers=1)
+    off = solve(notion, prior=inst.prior, loss=inst.loss, method="decomposition", workers=1,
+                cover=False)
+    for res in (on, off):
+        assert res.status == "optimal"
+        assert res.objective == pytest.approx(lp.fun, rel=1e-6, abs=1e-9)
+        assert res.bound <= lp.fun + 1e-9
+        assert lip.lip_epsilon(res.mechanism.matrix, inst.prior) <= eps_lip * (1 + 1e-6)
+    assert any(t["covering"] for t in on.stats["trace"])
+    assert not any(t["covering"] for t in off.stats["trace"])
+
+
+def test_engine_covers_the_rows_only_where_it_was_measured_to_pay():
+    """``covering_rows``: Geo-Ind ∧ LIP yes; not with a negative cost, an extra row, two locations
+    within ε·d = 1e-3, or LIP alone; Geo-Ind alone where the tents overlap (ε × spacing < 1)."""
+    inst = li.grid(4, 4).with_prior(np.random.default_rng(1).dirichlet(np.ones(16)))
+    both = DPrivacy(inst, 1.0) & LIP(inst.prior, 2.0)
+    C = inst.prior[:, None] * inst.loss
+    assert covering_rows(Problem.make(both, C))
+    assert not covering_rows(Problem.make(both, C - 0.5 * C.max()))
+    assert not covering_rows(Problem.make(both, C, extra_rows=[loss_cap(inst.prior, inst.loss, 9)]))
+    assert not covering_rows(Problem.make(LIP(inst.prior, 2.0), C))
+    assert covering_rows(Problem.make(DPrivacy(inst, 0.5), C))
+    assert not covering_rows(Problem.make(DPrivacy(inst, 1.0), C))
+    pts = li.points(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0 + 1e-4], [1.0, 1.0]]))
+    P = np.full(5, 0.2)
+    near = DPrivacy(pts, 1.0) & LIP(P, 2.0)
+    assert not covering_rows(Problem.make(near, P[:, None] * pts.loss))
 
 
 def test_extra_rows_loss_cap_and_truth_floor():

@@ -74,7 +74,7 @@ LIP_OUTPUTS_SPREAD = 2.0
 LIP_OUTPUTS_SKEWED = 0.1
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix",
-           "lip_uses_few_outputs", "loss_cap", "merge_outputs", "solve", "starting_columns",
+           "covering_rows", "lip_uses_few_outputs", "loss_cap", "merge_outputs", "solve", "starting_columns",
            "truth_floor"]
 
 
@@ -212,6 +212,27 @@ def lip_uses_few_outputs(lip) -> bool:
     return spread <= lip.K * max(LIP_OUTPUTS_SPREAD / lip.epsilon ** 2, LIP_OUTPUTS_SKEWED)
 
 
+def covering_rows(problem: Problem) -> bool:
+    """Whether the decomposition starts with the master's unit rows as Σ ≥ 1 (``cover`` of
+    :func:`~lpmech.design.decomposition.decompose`): never with extra rows, a negative cost or two
+    locations that nearly coincide (:func:`~lpmech.design.geoind.nearly_coincide`); always for
+    Geo-Ind ∧ ε-LIP; for Geo-Ind alone where its tents overlap (the OMG rule,
+    :func:`~lpmech.design.geoind.tents_overlap`). Measured (``benchmarks/design_cover.py``):
+    Geo-Ind ∧ LIP on the 10×10 grid, a third to two thirds fewer rounds, 1.5–2.6× faster."""
+    from .geoind import GeoInd, nearly_coincide, tents_overlap
+    from .notions import LIP
+
+    if problem.extra_rows or (problem.C < 0).any():
+        return False
+    parts = getattr(problem.notion, "parts", [problem.notion])
+    geo = [p for p in parts if isinstance(p, GeoInd) and p.metric is not None and p.epsilon]
+    if not geo or any(nearly_coincide(p.metric, p.epsilon) for p in geo):
+        return False
+    if any(isinstance(p, LIP) for p in parts):
+        return True
+    return all(tents_overlap(p.metric, p.epsilon) for p in geo)
+
+
 @stop.scoped
 def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: str = "auto",
           tol: float = 1e-7, gap_tol: float = 1e-6, time_limit: float | None = None,
@@ -315,6 +336,8 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
         opts = dict(decompose_options)
         if max_rounds is not None:
             opts["max_rounds"] = max_rounds
+        if opts.get("cover", "auto") == "auto":
+            opts["cover"] = covering_rows(problem)
         res = decompose(problem.notion, problem.C, extra_rows=problem.extra_rows,
                         columns=columns,
                         tol=tol, executor=executor, workers=workers, time_limit=time_limit,

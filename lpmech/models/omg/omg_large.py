@@ -37,12 +37,13 @@ import scipy.sparse as sp
 from scipy import special
 
 from ...certificate import OptimalityCertificate
+from ...design import geoind
 from ...design.decomposition import PricingLP, decompose, lagrangian
 from ...design.geoind import GeoInd, column_rows, factor_matrix, most_violated, near_pairs, tents
 from ...design.notion import SEPARATION_TOL
 from ...errors import InputError, LpmechError
 from ...instance import Instance
-from ...mechanism import MERGE_EPS_D, check_epsilon
+from ...mechanism import check_epsilon
 from ...progress import Progress
 from ...solvers.cutting_planes import LazyLP
 from ...solvers.result import GAP_TOL, Result
@@ -274,25 +275,14 @@ def coarse_duals_first(instance: Instance, eps: float) -> bool:
 
 def covering_rows(instance: Instance, eps: float) -> bool:
     """Whether the decomposition's master starts with the unit rows as Σ ≥ 1: where
-    :func:`tents_overlap`, unless two locations are nearer than ε·d = ``MERGE_EPS_D`` (1e-3): with
-    near-duplicate rows the equality form's master after the switch ended in a HiGHS error
-    (every fallback too) on the sweep's near-duplicate instance at ε = 0.3."""
-    if not tents_overlap(instance, eps):
-        return False
-    D = np.array(instance.metric, dtype=float)
-    np.fill_diagonal(D, np.inf)
-    return bool(eps * float(D.min(initial=np.inf)) > MERGE_EPS_D)
+    :func:`tents_overlap`, unless two locations nearly coincide
+    (:func:`~lpmech.design.geoind.nearly_coincide`)."""
+    return tents_overlap(instance, eps) and not geoind.nearly_coincide(instance.metric, eps)
 
 
 def tents_overlap(instance: Instance, eps: float) -> bool:
-    """Whether ε × the median distance from a location to its nearest other location (on up to
-    256 locations) is below 1, i.e. neighbouring tents overlap: there the restricted master's
-    multipliers start far off (K = 400 at ε = 0.5: a first bound of −2,193, the optimum 3.18)."""
-    D = instance.metric
-    rows = np.unique(np.linspace(0, instance.K - 1, min(instance.K, 256)).astype(np.int64))
-    sub = np.array(D[rows], dtype=float)
-    sub[np.arange(rows.size), rows] = np.inf
-    return bool(eps * float(np.median(sub.min(axis=1))) < 1.0)
+    """:func:`lpmech.design.geoind.tents_overlap` on the instance's metric."""
+    return geoind.tents_overlap(instance.metric, eps)
 
 
 def coarse_points(instance: Instance, m: int | None = None) -> np.ndarray:
