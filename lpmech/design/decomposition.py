@@ -1351,8 +1351,9 @@ def decompose(notion: Notion, C, *, extra_rows=(), columns=(), tol: float = 1e-7
             HiGHS solver (``"simplex"``, ``"ipm"``, ...); ``master_options`` are HiGHS options.
         cover: phase 2 with the unit rows as Σ_k z_ik ≥ 1 (multipliers ≥ 0), then Σ = 1 near
             the end (module doc; ``stats["covered_until"]``). Needs every cost ≥ 0 (a row
-            covered twice then costs no less) and no extra rows. Measured on Geo-Ind only (OMG
-            turns it on where neighbouring tents overlap), so off by default.
+            covered twice then costs no less) and no extra rows. Off by default here; OMG turns
+            it on where neighbouring tents overlap, the design engine by
+            :func:`~lpmech.design.engine.covering_rows`.
         verbose: a progress line per round (:class:`lpmech.progress.Progress`).
 
     Returns an *uncertified* :class:`Result`: ``x`` the K×n matrix of the last master solve,

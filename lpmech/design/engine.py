@@ -14,7 +14,8 @@ Result`, certified the same way whatever the path:
 
 * ``"full"`` — every row of the notion written out, one sparse LP to HiGHS (small K·n);
 * ``"decomposition"`` — Dantzig–Wolfe by output column over the notion's separation oracle
-  (:mod:`lpmech.design.decomposition`), for large K;
+  (:mod:`lpmech.design.decomposition`), for large K; its master's unit rows start as Σ ≥ 1
+  where :func:`covering_rows` (Geo-Ind ∧ LIP; ``cover=`` overrides);
 * ``"outputs"`` — output generation (:mod:`lpmech.design.outputs`): the full LP over a growing set
   of outputs with lazy rows, priced output by output; fast when the optimum uses few outputs;
 * ``"pyomo"`` — the declarative model (:mod:`lpmech.design.pyomo`; build it yourself with
@@ -266,7 +267,7 @@ def solve(notion, costs=None, *, prior=None, loss=None, extra_rows=(), method: s
     columns : sequence of (k, v)
         Starting columns for the decomposition (e.g. a closed form's).
     workers, executor, max_rounds, **decompose_options
-        Passed to the decomposition.
+        Passed to the decomposition; its ``cover`` defaults to :func:`covering_rows` (``"auto"``).
     algorithm : {"simplex", "ipm", "choose"}
         HiGHS algorithm of the full LP.
     name : str, optional
