@@ -596,22 +596,23 @@ def test_auto_solves_lip_compositions_by_output_generation():
     assert auto.stats["outputs_used"] < inst.K / 2
     assert lip.lip_epsilon(auto.mechanism.matrix, inst.prior) <= 1.0 * (1 + 1e-6)
     assert realized_epsilon(auto.mechanism.matrix, inst.metric) <= 1.0 * (1 + 1e-6)
-    flat = np.full(inst.K, 1.0 / inst.K)  # participation ratio K: the decomposition above ε = 1.4
+    flat = np.full(inst.K, 1.0 / inst.K)  # participation ratio K: the decomposition above ε = 1
     loose = Problem.make(DPrivacy(inst, 1.0) & LIP(flat, 1.5), prior=flat, loss=inst.loss)
     assert choose_method(loose) == "decomposition"
 
 
 def test_auto_weighs_the_prior_against_lip_epsilon(monkeypatch):
     """Above ε_LIP = 1, "auto" picks output generation while the prior's participation ratio
-    1/Σp² is at most 2K/ε² or 0.1K. A prior uniform on m of the K = 56 cells has 1/Σp² = m, so the
-    thresholds are 49.8 (ε = 1.5), 28 (2), 12.4 (3) and 5.6 (the floor, ε = 5) cells, either side
+    1/Σp² is at most K/ε² or 0.08K. A prior uniform on m of the K = 56 cells has 1/Σp² = m, so the
+    thresholds are 24.9 (ε = 1.5), 14 (2), 6.2 (3) and 4.5 (the floor, ε = 5) cells, either side
     of which the choice must flip; at ε_LIP = 3 on a skewed prior it reaches the full LP's optimum."""
     from lpmech.design import engine
 
     inst = li.grid(8, 7, 1.0, unit="cell")
-    for m, e, want in [(49, 1.5, "outputs"), (56, 1.5, "decomposition"), (27, 2.0, "outputs"),
-                       (29, 2.0, "decomposition"), (12, 3.0, "outputs"), (13, 3.0, "decomposition"),
-                       (5, 5.0, "outputs"), (6, 5.0, "decomposition"), (56, 1.4, "outputs")]:
+    for m, e, want in [(24, 1.5, "outputs"), (26, 1.5, "decomposition"), (14, 2.0, "outputs"),
+                       (15, 2.0, "decomposition"), (6, 3.0, "outputs"), (7, 3.0, "decomposition"),
+                       (4, 5.0, "outputs"), (5, 5.0, "decomposition"), (56, 1.0, "outputs"),
+                       (56, 1.05, "decomposition")]:
         p = np.zeros(inst.K)
         p[np.random.default_rng(m).choice(inst.K, m, replace=False)] = 1.0 / m
         problem = Problem.make(DPrivacy(inst, 1.0) & LIP(p, e), prior=p, loss=inst.loss)
@@ -620,7 +621,7 @@ def test_auto_weighs_the_prior_against_lip_epsilon(monkeypatch):
     monkeypatch.setattr(engine, "AUTO_FULL_MAX", 100)  # a 6×5 grid above the full LP's size
     inst = li.grid(6, 5, 1.0, unit="cell")
     p = rng.dirichlet(np.full(inst.K, 0.05))
-    assert 1.0 / (p @ p) <= 2 * inst.K / 9  # below the threshold at ε_LIP = 3
+    assert 1.0 / (p @ p) <= inst.K / 9  # below the threshold at ε_LIP = 3
     notion = DPrivacy(inst, 1.0) & LIP(p, 3.0)
     auto = solve(notion, prior=p, loss=inst.loss, workers=1)
     full = solve(notion, prior=p, loss=inst.loss, method="full")

@@ -22,17 +22,17 @@ Result`, certified the same way whatever the path:
   :func:`lpmech.design.pyomo.build_pyomo` to add constraints, then :func:`~lpmech.design.pyomo.
   solve_model`);
 * ``"auto"`` — ``"full"`` up to K·n ≤ ``AUTO_FULL_MAX`` variables, else ``"outputs"`` when the
-  notion holds an ε-LIP whose prior's participation ratio 1/Σp² is at most 2K/ε² or 0.1K
+  notion holds an ε-LIP whose prior's participation ratio 1/Σp² is at most K/ε² or 0.08K
   (:func:`lip_uses_few_outputs`: LIP's ratio rows tie every entry to P·v, so optimal mechanisms
   use few outputs, the fewer the more skewed the prior), else ``"decomposition"``. Measured on
   Geo-Ind (ε = 1) ∧ ε_LIP-LIP, 10×10 grid, both paths in one process (``python
-  benchmarks/design_auto.py``): the decomposition takes 21–55 s whatever the prior, output
-  generation 2–70 s, growing with ε_LIP and 1/Σp²; at ε_LIP = 2 the time ratio decomposition ÷
-  outputs is 14.1, 5.2, 2.6, 1.3 and 0.55 for participation ratios 0.08K (Gowalla), 0.13K, 0.27K,
-  0.36K and 0.52K (Dirichlet(α), α = 0.1, 0.3, 0.5, 1); at ε_LIP = 3 8.7, 2.6, 0.56, 0.36; with
-  the Gowalla prior still 5.4 at ε_LIP = 6. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by
+  benchmarks/design_auto.py``): the decomposition (with :func:`covering_rows`) takes 16–50 s
+  whatever the prior, output generation 3–233 s, growing with ε_LIP and 1/Σp²; at ε_LIP = 2 the
+  time ratio decomposition ÷ outputs is 9.8, 2.8, 0.91, 0.61 and 0.32 for participation ratios
+  0.08K (Gowalla), 0.13K, 0.27K, 0.36K and 0.52K (Dirichlet(α), α = 0.1, 0.3, 0.5, 1); with the
+  Gowalla prior still 2.8 at ε_LIP = 6. At K = 400: ε_LIP = 0.5 in 54 s and 1 in 330 s by
   output generation (Dirichlet(1)); Dirichlet(0.1), ε_LIP = 1.5, in 342 s and Gowalla, ε_LIP = 2,
-  in 453 s, where the decomposition has no positive bound after 500 and 409 s.
+  in 453 s.
 
 Before any path but ``"pyomo"``, interchangeable outputs (same cost column, forced zeros and
 extra-row columns) are merged into one (:func:`merge_outputs`; exact: a cone is closed under
@@ -71,8 +71,8 @@ AUTO_FULL_MAX = 2500
 #: ``auto`` solves a notion holding an ε-LIP by output generation when its prior's participation
 #: ratio 1/Σp² is at most ``LIP_OUTPUTS_SPREAD``·K/ε², or at most ``LIP_OUTPUTS_SKEWED``·K at any ε
 #: (module docstring)
-LIP_OUTPUTS_SPREAD = 2.0
-LIP_OUTPUTS_SKEWED = 0.1
+LIP_OUTPUTS_SPREAD = 1.0
+LIP_OUTPUTS_SKEWED = 0.08
 
 __all__ = ["AUTO_FULL_MAX", "METHODS", "Problem", "certified_result", "certify_matrix",
            "covering_rows", "lip_uses_few_outputs", "loss_cap", "merge_outputs", "solve", "starting_columns",
@@ -207,7 +207,7 @@ def choose_method(problem: Problem, method: str = "auto") -> str:
 def lip_uses_few_outputs(lip) -> bool:
     """Whether ``auto`` expects an optimum under this ε-LIP to use few outputs: the prior's
     participation ratio 1/Σp² (the number of equally likely inputs it is worth) at most
-    ``LIP_OUTPUTS_SPREAD``·K/ε² (always at ε ≤ 1.4), or at most ``LIP_OUTPUTS_SKEWED``·K (a prior so
+    ``LIP_OUTPUTS_SPREAD``·K/ε² (always at ε ≤ 1), or at most ``LIP_OUTPUTS_SKEWED``·K (a prior so
     skewed that even Geo-Ind alone uses few outputs); ``benchmarks/design_auto.py``."""
     spread = 1.0 / float(np.sum(lip.prior ** 2))
     return spread <= lip.K * max(LIP_OUTPUTS_SPREAD / lip.epsilon ** 2, LIP_OUTPUTS_SKEWED)
