@@ -424,4 +424,4 @@ class GeoInd(Notion):
 
 
 __all__ = ["GeoInd", "column_rows", "factor_matrix", "geo_ind_pairs", "implied_pairs", "most_violated",
-           "near_pairs", "tents"]
+           "near_pairs", "nearly_coincide", "tents", "tents_overlap"]
