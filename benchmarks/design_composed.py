@@ -49,6 +49,27 @@ def gowalla_grid(path: Path, size: int):
     return li.grid(size, size, 1.0, unit="cell").with_counts(counts)
 
 
+def add_prior_options(ap, alphas) -> None:
+    """The grid and prior options of the Geo-Ind ∧ LIP sweeps (``design_auto``, ``design_cover``)."""
+    ap.add_argument("--size", type=int, default=10, help="grid side W (K = W²)")
+    ap.add_argument("--alpha", type=float, nargs="+", default=alphas,
+                    help="Dirichlet concentrations (besides the Gowalla prior)")
+    ap.add_argument("--no-gowalla", action="store_true", help="Dirichlet priors only")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
+
+
+def sweep_priors(args) -> list:
+    """``(label, instance)``: the Gowalla grid of ``args.size`` with its check-in prior (unless
+    ``--no-gowalla``) and with a Dirichlet(α) prior (seed ``args.seed``) for each ``args.alpha``."""
+    if not DEFAULT_FILE.is_file():
+        raise SystemExit(f"no Gowalla file at {DEFAULT_FILE} (set LPMECH_DATA)")
+    base = gowalla_grid(DEFAULT_FILE, args.size)
+    priors = [] if args.no_gowalla else [("gowalla", base)]
+    return priors + [(f"dirichlet({a:g})", base.with_prior(
+        np.random.default_rng(args.seed).dirichlet(np.full(base.K, a)))) for a in args.alpha]
+
+
 def record(label, eps_lip, res, seconds, base=None):
     certs = res.stats["certificates"]
     row = dict(case=label, eps_lip=eps_lip, K=res.stats["K"], status=res.status,

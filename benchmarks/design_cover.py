@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from design_composed import DEFAULT_FILE, gowalla_grid
+from design_composed import add_prior_options, sweep_priors
 
 from lpmech.design import LIP, DPrivacy, solve
 from lpmech.errors import LpmechError
@@ -60,23 +60,13 @@ def plot(rows, path: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", type=int, default=10, help="grid side W (K = W²)")
+    add_prior_options(ap, [0.1, 1.0])
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0], help="Geo-Ind ε per cell")
     ap.add_argument("--eps-lip", type=float, nargs="+", default=[1.5, 2.0, 3.0])
-    ap.add_argument("--alpha", type=float, nargs="+", default=[0.1, 1.0],
-                    help="Dirichlet concentrations (besides the Gowalla prior)")
-    ap.add_argument("--no-gowalla", action="store_true", help="Dirichlet priors only")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--time-limit", type=float, default=600.0, help="seconds per solve")
     ap.add_argument("--strict", action="store_true", help="exit 1 unless every pair agrees")
     ap.add_argument("--name", default="design_cover")
     args = ap.parse_args(argv)
-    if not DEFAULT_FILE.is_file():
-        raise SystemExit(f"no Gowalla file at {DEFAULT_FILE} (set LPMECH_DATA)")
-    base = gowalla_grid(DEFAULT_FILE, args.size)
-    priors = [] if args.no_gowalla else [("gowalla", base)]
-    priors += [(f"dirichlet({a:g})", base.with_prior(
-        np.random.default_rng(args.seed).dirichlet(np.full(base.K, a)))) for a in args.alpha]
+    priors = sweep_priors(args)
     OUT.mkdir(parents=True, exist_ok=True)
     rows, bad = [], 0
     for eps in args.eps:
